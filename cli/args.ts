@@ -1,0 +1,122 @@
+/**
+ * Global flags, shared by `isb` and `isx`, which may stand before or after the subcommand
+ * (clap's "global" args in the original isb), with their environment fallbacks
+ * (shared/spec/isb-rpc.md §1). Everything else is left for the subcommand to parse strictly
+ * with `node:util` parseArgs.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { defaultSocket } from "./permissions.ts";
+
+/** The global flags after env fallbacks. */
+export interface GlobalFlags {
+  socket: string;
+  /** Incus project; `undefined` = the default project. */
+  project: string | undefined;
+  createTimeout: string | undefined;
+  quiet: boolean;
+  help: boolean;
+  version: boolean;
+}
+
+/** A usage mistake: the CLI prints one line and exits 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+const VALUE_FLAGS: Record<string, string> = {
+  "--socket": "socket",
+  "--project": "project",
+  "--org": "org",
+  "--create-timeout": "create-timeout",
+  "--env-file": "env-file",
+  "-f": "file",
+  "--file": "file",
+  "-P": "profile",
+};
+const BOOL_FLAGS: Record<string, string> = {
+  "-q": "quiet",
+  "--quiet": "quiet",
+  "-h": "help",
+  "--help": "help",
+  "-V": "version",
+  "--version": "version",
+};
+
+/** Splits argv into global flags, the subcommand and the subcommand's own arguments. */
+export function splitGlobal(argv: string[], env: (k: string) => string | undefined): {
+  global: GlobalFlags;
+  command: string | undefined;
+  rest: string[];
+} {
+  const raw: Record<string, string | boolean> = {};
+  let command: string | undefined;
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const tok = argv[i]!;
+    if (tok === "--") {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    const eq = tok.startsWith("--") ? tok.indexOf("=") : -1;
+    const name = eq > 0 ? tok.slice(0, eq) : tok;
+    const key = VALUE_FLAGS[name];
+    if (key) {
+      // -f names compose files for other isb subcommands; only before the subcommand.
+      if (name === "-f" && command !== undefined) {
+        rest.push(tok);
+        continue;
+      }
+      const value = eq > 0 ? tok.slice(eq + 1) : argv[++i];
+      if (value === undefined) throw new UsageError(`option ${name} needs a value`);
+      raw[key] = value;
+      continue;
+    }
+    const bool = BOOL_FLAGS[tok];
+    if (bool) {
+      raw[bool] = true;
+      continue;
+    }
+    if (command === undefined && !tok.startsWith("-")) command = tok;
+    else rest.push(tok);
+  }
+  const get = (k: string) => {
+    const v = env(k);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const str = (k: string) => (typeof raw[k] === "string" ? raw[k] as string : undefined);
+  const org = str("org") ?? get("ISB_ORG");
+  let project = str("project") ?? get("INCUS_PROJECT") ?? (org ? `isb-${org}` : undefined);
+  if (project === "" || project === "default") project = undefined;
+  return {
+    global: {
+      socket: str("socket") ?? defaultSocket(get),
+      project,
+      createTimeout: str("create-timeout"),
+      quiet: raw.quiet === true,
+      help: raw.help === true,
+      version: raw.version === true,
+    },
+    command,
+    rest,
+  };
+}
+
+/** Strict parse of a subcommand's own flags; unknown flags become a {@link UsageError}. */
+export function parseCommandArgs<
+  const O extends Record<
+    string,
+    { type: "string" | "boolean"; short?: string; multiple?: boolean; default?: string | boolean }
+  >,
+>(args: string[], options: O, positionals = true) {
+  try {
+    return parseArgs({ args, options, allowPositionals: positionals, strict: true });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message.replace(/\.$/, "") : String(e));
+  }
+}

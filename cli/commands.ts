@@ -1,0 +1,10 @@
+/**
+ * The dispatch table: every subcommand of both program names, in help order.
+ *
+ * @module
+ */
+
+import type { Command } from "./command.ts";
+
+/** All commands, in the order `--help` lists them. */
+export const COMMANDS: readonly Command[] = [];

@@ -1,0 +1,294 @@
+/**
+ * The one table of Deno permissions, per mode.
+ *
+ * A compiled binary carries one set of permission flags, so the process starts with
+ * `--no-prompt` and the *union* of every mode's scoped grants; the chosen mode then revokes
+ * what it does not need ({@link enterMode}) before it reads any input. The launchers in
+ * `bin/`, the `compile` task (`scripts/compile.ts`) and the process tests all derive their
+ * flags from {@link unionFlags}, so there is exactly one source.
+ *
+ * Paths are symbolic until a {@link PermContext} (home, socket, XDG dirs, cwd) resolves them:
+ * the launchers resolve them for the calling user at each start, the compile task for the
+ * build host. Revoking a scoped path in Deno also drops every grant that *covers* it, so a
+ * path is revoked only when no grant the mode keeps covers it (then nothing is lost).
+ *
+ * @module
+ */
+
+/** Where things live for one user; everything a grant may name. */
+export interface PermContext {
+  /** Home directory. */
+  home: string;
+  /** The Incus unix socket. */
+  socket: string;
+  /** isx configuration: config.yaml, templates/, tools/, credentials.yaml. */
+  configDir: string;
+  /** isx state: ca/, proxy/, mcp/, build logs. */
+  stateDir: string;
+  /** isx host-side download cache (npm packages for guests). */
+  cacheDir: string;
+  /** isb state (egress CAs), shared with the original isb. */
+  isbStateDir: string;
+  /** isb lock directory (`$XDG_RUNTIME_DIR/isb` or `<tmp>/isb-<uid>/isb`). */
+  lockDir: string;
+  /** The working directory at start. */
+  cwd: string;
+  /** The temp directory. */
+  tmp: string;
+  /** The program's own source directory (guest scripts are read from it). */
+  programDir: string;
+  /** The runtime executable (deno, or the compiled binary). */
+  execPath: string;
+}
+
+/** What one mode may do. Paths are absolute once resolved. */
+export interface Grants {
+  read: string[];
+  write: string[];
+  /** `true` = any host; a list = those hosts only; empty = none. */
+  net: true | string[];
+  /** `true` = every variable; a list = those read once before the mode starts, then none. */
+  env: true | string[];
+  run: string[];
+  sys: string[];
+}
+
+/** Every mode the program runs in. Human commands are grouped by what they touch. */
+export const MODES = [
+  "rpc",
+  "proxy",
+  "proxy-ctl",
+  "guest",
+  "init",
+  "build",
+  "instances",
+  "info",
+] as const;
+/** A mode name. */
+export type Mode = typeof MODES[number];
+
+/** The guest side's fixed paths: the runner's state lives here inside an instance. */
+export const GUEST_PATHS = { run: "/run/isx", tasks: "/var/lib/isx/tasks" } as const;
+
+/** The table: for each mode, its grants as a function of the context. */
+export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
+  // isb rpc: the Incus socket, files under its cwd (compose files, bind sources), locks and
+  // egress CAs; env for ${VAR} interpolation; net for searched ports and a remote Incus.
+  rpc: (c) => ({
+    read: [c.socket, c.cwd, c.tmp, c.isbStateDir, c.lockDir, "/etc/subuid", "/etc/subgid"],
+    write: [c.socket, c.isbStateDir, c.lockDir],
+    net: true,
+    env: true,
+    run: [],
+    sys: ["uid", "gid", "hostname"],
+  }),
+  // The proxy server: the only mode that reads credentials or the CA's private key.
+  proxy: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/credentials.yaml`,
+      `${c.configDir}/config.yaml`,
+      `${c.stateDir}/ca`,
+      `${c.stateDir}/proxy`,
+    ],
+    write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
+    net: true,
+    env: [],
+    run: [],
+    sys: ["uid", "hostname"],
+  }),
+  // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
+  // to start this same program again in proxy mode.
+  "proxy-ctl": (c) => ({
+    read: [c.socket, `${c.stateDir}/proxy`, `${c.configDir}/config.yaml`, c.programDir],
+    write: [`${c.stateDir}/proxy`],
+    net: true,
+    env: ["TERM", "NO_COLOR", "COLUMNS"],
+    run: [c.execPath],
+    sys: ["uid"],
+  }),
+  // Inside an instance: the task files and the agents; never the network.
+  guest: () => ({
+    read: [GUEST_PATHS.run, GUEST_PATHS.tasks, "/etc/passwd", "/home", "/tmp"],
+    write: [GUEST_PATHS.tasks, "/tmp"],
+    net: [],
+    env: true,
+    run: ["bash", "sh", "claude", "codex", "pi", "opencode", "git", "node"],
+    sys: [],
+  }),
+  // isx init: creates the config and state directories, the credentials skeleton and the CA.
+  init: (c) => ({
+    read: [c.socket, c.configDir, c.stateDir],
+    write: [c.socket, c.configDir, c.stateDir],
+    net: [],
+    env: [],
+    run: [],
+    sys: ["uid"],
+  }),
+  // isx build: definitions (never credentials), the CA certificate (never its key), the
+  // download cache, npm on the host for packages guests cannot fetch themselves.
+  build: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.cwd}/.isx`,
+      `${c.stateDir}/ca/ca.crt`,
+      `${c.stateDir}/build`,
+      c.cacheDir,
+      c.programDir,
+      c.execPath,
+      c.tmp,
+    ],
+    write: [c.socket, c.cacheDir, `${c.stateDir}/build`, c.tmp],
+    net: [],
+    env: ["TERM", "NO_COLOR", "PATH", "HOME"],
+    run: ["npm", "tar"],
+    sys: ["uid"],
+  }),
+  // isx branch|list|start|stop|destroy|shell: the socket and the definitions.
+  instances: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.cwd}/.isx`,
+    ],
+    write: [c.socket],
+    net: [],
+    env: ["TERM", "NO_COLOR", "COLUMNS"],
+    run: [],
+    sys: ["uid"],
+  }),
+  // --help, --version, and mistakes: nothing at all.
+  info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),
+};
+
+/** Resolves the context for the current user from environment values (empty = unset). */
+export function contextFrom(
+  env: (key: string) => string | undefined,
+  fixed: { cwd: string; uid: number; programDir: string; execPath: string; socket?: string },
+): PermContext {
+  const get = (k: string) => {
+    const v = env(k);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const home = get("HOME") ?? "/root";
+  const config = get("XDG_CONFIG_HOME") ?? `${home}/.config`;
+  const state = get("XDG_STATE_HOME") ?? `${home}/.local/state`;
+  const cache = get("XDG_CACHE_HOME") ?? `${home}/.cache`;
+  const tmp = (get("TMPDIR") ?? "/tmp").replace(/\/+$/, "") || "/tmp";
+  const runtime = get("XDG_RUNTIME_DIR");
+  return {
+    home,
+    socket: fixed.socket ?? defaultSocket(get),
+    configDir: `${config}/isx`,
+    stateDir: `${state}/isx`,
+    cacheDir: `${cache}/isx`,
+    isbStateDir: `${state}/isb`,
+    lockDir: runtime ? `${runtime}/isb` : `${tmp}/isb-${fixed.uid}`,
+    cwd: fixed.cwd,
+    tmp,
+    programDir: fixed.programDir,
+    execPath: fixed.execPath,
+  };
+}
+
+/** The Incus socket when no flag names one: INCUS_SOCKET, then $INCUS_DIR/unix.socket. */
+export function defaultSocket(get: (k: string) => string | undefined): string {
+  const sock = get("INCUS_SOCKET");
+  if (sock) return sock;
+  const dir = get("INCUS_DIR");
+  return dir ? `${dir}/unix.socket` : "/var/lib/incus/unix.socket";
+}
+
+function uniq(xs: string[]): string[] {
+  return [...new Set(xs)].sort();
+}
+
+/** The union of every mode's grants: what the process starts with. */
+export function unionGrants(c: PermContext): Grants {
+  const all = MODES.map((m) => PERMISSIONS[m](c));
+  return {
+    read: uniq(all.flatMap((g) => g.read)),
+    write: uniq(all.flatMap((g) => g.write)),
+    net: all.some((g) => g.net === true) ? true : uniq(all.flatMap((g) => g.net as string[])),
+    env: all.some((g) => g.env === true) ? true : uniq(all.flatMap((g) => g.env as string[])),
+    run: uniq(all.flatMap((g) => g.run)),
+    sys: uniq(all.flatMap((g) => g.sys)),
+  };
+}
+
+/** Grants as `deno run`/`deno compile` flags, always with `--no-prompt`. */
+export function grantFlags(g: Grants): string[] {
+  const flags = ["--no-prompt"];
+  const list = (name: string, xs: true | string[]) => {
+    if (xs === true) flags.push(`--allow-${name}`);
+    else if (xs.length) flags.push(`--allow-${name}=${xs.join(",")}`);
+  };
+  list("read", g.read);
+  list("write", g.write);
+  list("net", g.net);
+  list("env", g.env);
+  list("run", g.run);
+  list("sys", g.sys);
+  return flags;
+}
+
+/** The flags a launcher, the compile task and the process tests start the program with. */
+export function unionFlags(c: PermContext): string[] {
+  return grantFlags(unionGrants(c));
+}
+
+function covers(parent: string, child: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith("/") ? parent : parent + "/");
+}
+
+type PathName = "read" | "write";
+
+/**
+ * Drops every grant the mode does not need, then checks the result: each kept grant still
+ * granted, each dropped one denied. A mismatch is a bug in the table, so it throws.
+ */
+export function enterMode(mode: Mode, c: PermContext): void {
+  const want = PERMISSIONS[mode](c);
+  const have = unionGrants(c);
+  const p = Deno.permissions;
+  for (const name of ["read", "write"] as PathName[]) {
+    for (const path of have[name]) {
+      if (want[name].some((k) => covers(k, path))) continue;
+      p.revokeSync({ name, path });
+    }
+  }
+  if (want.net !== true) {
+    if (have.net === true) p.revokeSync({ name: "net" });
+    else {for (const host of have.net) {
+        if (!want.net.includes(host)) p.revokeSync({ name: "net", host });
+      }}
+  }
+  // A mode without `env: true` gets the variables it names from the snapshot the CLI takes
+  // before entering the mode (Deno cannot narrow a global env grant), and no env access.
+  if (want.env !== true) p.revokeSync({ name: "env" });
+  for (const command of have.run) {
+    if (!want.run.includes(command)) p.revokeSync({ name: "run", command });
+  }
+  if (want.run.length === 0) p.revokeSync({ name: "run" });
+  for (const kind of have.sys) {
+    if (!want.sys.includes(kind)) {
+      p.revokeSync({
+        name: "sys",
+        kind: kind as NonNullable<Deno.SysPermissionDescriptor["kind"]>,
+      });
+    }
+  }
+  for (const name of ["read", "write"] as PathName[]) {
+    for (const path of want[name]) {
+      if (p.querySync({ name, path }).state !== "granted") {
+        throw new TypeError(`permission table: ${mode} lost ${name} of ${path}`);
+      }
+    }
+  }
+  p.revokeSync({ name: "ffi" });
+}

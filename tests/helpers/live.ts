@@ -1,0 +1,44 @@
+/**
+ * Gate for tests that need a real incusd: they run whenever the socket answers (always in
+ * CI, where .ci/run sets up Incus first) and are otherwise ignored with a printed reason.
+ *
+ * @module
+ */
+
+/** The socket live tests use. */
+export const LIVE_SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
+
+/** The image live tests launch (built by scripts/host-setup.sh). */
+export const LIVE_IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
+
+async function probe(): Promise<string | undefined> {
+  try {
+    const client = Deno.createHttpClient({ proxy: { transport: "unix", path: LIVE_SOCKET } });
+    try {
+      const res = await fetch("http://incus/1.0", { client, signal: AbortSignal.timeout(3000) });
+      await res.body?.cancel();
+      return res.ok ? undefined : `incusd at ${LIVE_SOCKET} answered HTTP ${res.status}`;
+    } finally {
+      client.close();
+    }
+  } catch (e) {
+    return `no incusd at ${LIVE_SOCKET}: ${(e as Error).message}`;
+  }
+}
+
+const reason = await probe();
+if (reason !== undefined) {
+  // deno-lint-ignore no-console
+  console.error(`live Incus tests skipped: ${reason} (run scripts/host-setup.sh)`);
+}
+if (reason !== undefined && Deno.env.get("CI")) {
+  throw new Error(`CI requires a live Incus: ${reason}`);
+}
+
+/** True when the live tests are ignored (no incusd). */
+export const NO_INCUS: boolean = reason !== undefined;
+
+/** A unique instance name for a test: `t-<area>-<random>`. */
+export function testName(area: string): string {
+  return `t-${area}-${crypto.randomUUID().slice(0, 8)}`;
+}
