@@ -9,9 +9,7 @@
  * @module
  */
 
-import { type IsbCode, IsbError } from "../rpc/errors.ts";
-import { isLogLevel, setLogLevel } from "../rpc/log.ts";
-import { VERSION } from "../rpc/version.ts";
+import { type IsbCode, IsbError, isLogLevel, setLogLevel, VERSION } from "../rpc/mod.ts";
 import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
 import { COMMANDS } from "./commands.ts";

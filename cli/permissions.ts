@@ -109,7 +109,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   }),
   // Inside an instance: the task files and the agents; never the network.
   guest: () => ({
-    read: [GUEST_PATHS.run, GUEST_PATHS.tasks, "/etc/passwd", "/home", "/tmp"],
+    read: [GUEST_PATHS.run, GUEST_PATHS.tasks, "/etc/passwd", "/tmp"],
     write: [GUEST_PATHS.tasks, "/tmp"],
     net: [],
     env: true,

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import {
+  contextFrom,
+  enterMode,
+  type Grants,
+  MODES,
+  type PermContext,
+  PERMISSIONS,
+  unionFlags,
+  unionGrants,
+} from "./permissions.ts";
+
+const HOME = "/home/tester";
+const CTX: PermContext = contextFrom(
+  (k) => ({ HOME, XDG_RUNTIME_DIR: "" } as Record<string, string>)[k],
+  {
+    cwd: "/srv/project",
+    uid: 1000,
+    programDir: "/opt/isx",
+    execPath: "/usr/bin/deno",
+    socket: "/var/lib/incus/unix.socket",
+  },
+);
+
+function asTestPermissions(g: Grants): Deno.PermissionOptionsObject {
+  return {
+    read: g.read,
+    write: g.write,
+    net: g.net === true ? true : g.net,
+    env: g.env === true ? true : g.env,
+    run: g.run,
+    sys: g.sys as Deno.SysPermissionDescriptor["kind"][] as NonNullable<
+      Deno.SysPermissionDescriptor["kind"]
+    >[],
+    ffi: false,
+    import: false,
+  };
+}
+
+const state = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state;
+
+Deno.test("contextFrom resolves XDG defaults under HOME and the isb lock dir under tmp", () => {
+  assert.equal(CTX.configDir, `${HOME}/.config/isx`);
+  assert.equal(CTX.stateDir, `${HOME}/.local/state/isx`);
+  assert.equal(CTX.cacheDir, `${HOME}/.cache/isx`);
+  assert.equal(CTX.isbStateDir, `${HOME}/.local/state/isb`);
+  assert.equal(CTX.lockDir, "/tmp/isb-1000");
+});
+
+Deno.test("unionFlags starts with --no-prompt and lists every mode's read paths", () => {
+  const flags = unionFlags(CTX);
+  assert.equal(flags[0], "--no-prompt");
+  const read = flags.find((f) => f.startsWith("--allow-read="))!.slice("--allow-read=".length);
+  for (const mode of MODES) {
+    for (const p of PERMISSIONS[mode](CTX).read) {
+      assert.ok(read.split(",").includes(p), `${mode}: ${p}`);
+    }
+  }
+});
+
+for (const mode of MODES) {
+  Deno.test({
+    name: `enterMode ${mode} keeps exactly its own path grants`,
+    permissions: asTestPermissions(unionGrants(CTX)),
+    fn() {
+      enterMode(mode, CTX);
+      const want = PERMISSIONS[mode](CTX);
+      for (const p of want.read) assert.equal(state({ name: "read", path: p }), "granted", p);
+      for (const p of want.write) assert.equal(state({ name: "write", path: p }), "granted", p);
+      // Nothing writable outside the mode's own directories.
+      for (const p of [`${HOME}/.bashrc`, "/etc/isx-probe", `${HOME}/.ssh/authorized_keys`]) {
+        assert.notEqual(state({ name: "write", path: p }), "granted", `${mode} may write ${p}`);
+      }
+      assert.notEqual(state({ name: "read", path: `${HOME}/.ssh/id_ed25519` }), "granted");
+      assert.notEqual(state({ name: "ffi" }), "granted");
+      if (want.net !== true) {
+        assert.notEqual(state({ name: "net", host: "127.0.0.1:80" }), "granted");
+      }
+      if (want.env !== true) assert.notEqual(state({ name: "env", variable: "HOME" }), "granted");
+    },
+  });
+}
+
+Deno.test({
+  name: "enterMode rpc cannot read the proxy's credentials or the CA key",
+  permissions: asTestPermissions(unionGrants(CTX)),
+  fn() {
+    enterMode("rpc", CTX);
+    for (const p of [`${CTX.configDir}/credentials.yaml`, `${CTX.stateDir}/ca/ca.key`]) {
+      assert.notEqual(state({ name: "read", path: p }), "granted", p);
+    }
+  },
+});
+
+Deno.test({
+  name: "enterMode build reads the CA certificate but not its key nor the credentials",
+  permissions: asTestPermissions(unionGrants(CTX)),
+  fn() {
+    enterMode("build", CTX);
+    assert.equal(state({ name: "read", path: `${CTX.stateDir}/ca/ca.crt` }), "granted");
+    assert.notEqual(state({ name: "read", path: `${CTX.stateDir}/ca/ca.key` }), "granted");
+    assert.notEqual(state({ name: "read", path: `${CTX.configDir}/credentials.yaml` }), "granted");
+  },
+});
+
+Deno.test({
+  name: "enterMode proxy is the only mode that reads the credentials file",
+  permissions: asTestPermissions(unionGrants(CTX)),
+  fn() {
+    enterMode("proxy", CTX);
+    assert.equal(state({ name: "read", path: `${CTX.configDir}/credentials.yaml` }), "granted");
+    const readers = MODES.filter((m) =>
+      PERMISSIONS[m](CTX).read.some((p) =>
+        `${CTX.configDir}/credentials.yaml`.startsWith(p.endsWith("/") ? p : p + "/") ||
+        p === `${CTX.configDir}/credentials.yaml`
+      )
+    );
+    assert.deepEqual(readers.sort(), ["init", "proxy"]);
+  },
+});
+
+Deno.test({
+  name: "enterMode guest cannot open a network connection",
+  permissions: asTestPermissions(unionGrants(CTX)),
+  async fn() {
+    enterMode("guest", CTX);
+    await assert.rejects(
+      Deno.connect({ hostname: "127.0.0.1", port: 9 }),
+      Deno.errors.NotCapable,
+    );
+    await assert.rejects(fetch("http://127.0.0.1:18080/"), Deno.errors.NotCapable);
+  },
+});

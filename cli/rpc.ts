@@ -1,0 +1,80 @@
+/**
+ * `isb rpc`: builds the Incus client from the global flags and the sandbox engine on top of
+ * it, then serves the SDK protocol on stdin/stdout until stdin ends (shared/spec/isb-rpc.md
+ * §1). Only this file touches the process; the server itself takes streams.
+ *
+ * @module
+ */
+
+import { createIncusClient, type IncusClient, parseDuration } from "../rpc/mod.ts";
+import { serveRpc } from "../rpc/server/mod.ts";
+import { parseCommandArgs } from "./args.ts";
+import type { CliContext, Command } from "./command.ts";
+
+const HELP = `Usage: isb [--socket PATH] [--project NAME] [--create-timeout D] rpc
+
+Serves the isb SDK protocol on stdin/stdout: one JSON object per line, UTF-8.
+The first line written is the hello, {"isb":"<version>","protocol":1}; then every
+request {"id", "method", "params"} gets zero or more events and exactly one reply
+with the same id. Requests run concurrently (exec.* in arrival order). When stdin
+ends, the server finishes the requests in flight and exits 0. Nothing but protocol
+lines is written to stdout; logs go to stderr (level from ISX_LOG).
+
+Global options (before or after \`rpc\`):
+  --socket PATH         Incus unix socket (env INCUS_SOCKET, $INCUS_DIR/unix.socket,
+                        default /var/lib/incus/unix.socket)
+  --project NAME        default Incus project of every request (env INCUS_PROJECT);
+                        a request's own "project" param overrides it
+  --org ORG             shorthand for --project isb-ORG (env ISB_ORG)
+  --create-timeout D    deadline of instance creation: 90, 90s, 1500ms, 5m (default 10m)
+
+Methods: version, schema, sandbox.{create,ensure,plan,resolve,get,list,remove,start,
+stop,restart,wait_ready,add_port,remove_device,exec}, exec.{write,close_stdin,signal,
+resize}, volume.{list,get,create,remove}, prune, compose.{load,up,plan,down}.
+See docs/rpc.md for params, results and errors.`;
+
+/** The engine the server hands to every method; see {@link buildEngine}. */
+export interface RpcEngine {
+  /** The Incus client scoped to `project` (absent: the server's default project). */
+  client(project?: string): IncusClient;
+  /** The server's `$TERM`, for tty execs. */
+  readonly term: string | undefined;
+}
+
+/** Builds the client and the engine from the global flags and the environment snapshot. */
+export function buildEngine(ctx: CliContext): { engine: RpcEngine; close(): void } {
+  const createMs = ctx.global.createTimeout === undefined
+    ? undefined
+    : parseDuration(ctx.global.createTimeout);
+  const incus = createIncusClient({
+    socket: ctx.global.socket,
+    project: ctx.global.project ?? "",
+    ...(createMs === undefined ? {} : { timeouts: { createMs } }),
+  });
+  // TODO(helper-5): wrap createEngine(...) from rpc/sandbox/mod.ts here once it lands; it
+  // must keep `client(project)` and `term` for the exec methods.
+  const engine: RpcEngine = {
+    client: (project) => project === undefined ? incus : incus.withProject(project),
+    term: ctx.env.TERM || undefined,
+  };
+  return { engine, close: () => incus.close() };
+}
+
+/** `isb rpc`. */
+export const rpcCommand: Command = {
+  name: "rpc",
+  progs: ["isb", "isx"],
+  summary: "serve the SDK protocol (line-delimited JSON) on stdin/stdout",
+  help: HELP,
+  mode: () => "rpc",
+  async run(rest, ctx) {
+    parseCommandArgs(rest, {}, false);
+    const { engine, close } = buildEngine(ctx);
+    try {
+      await serveRpc({ input: Deno.stdin.readable, output: Deno.stdout.writable, engine });
+    } finally {
+      close();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,20 @@
+/**
+ * Host side of the guest runners: which runner scripts exist and where their task files
+ * live inside an instance. The scripts themselves import nothing and run in the guest.
+ *
+ * @module
+ */
+
+export { runTask, type TaskSpec } from "./task_runner.ts";
+export { parseTaskEvents, parseTaskState, type TaskEvent, type TaskRecord } from "./protocol.ts";
+
+/** The runner scripts, embedded in the compiled binary with `--include guest/`. */
+export const GUEST_SCRIPTS = ["task_runner.ts"] as const;
+
+/** Where runners keep task directories inside an instance. */
+export const GUEST_TASKS_ROOT = "/var/lib/isx/tasks";
+
+/** Reads a runner script's source (to push it into an instance). */
+export function readGuestScript(name: typeof GUEST_SCRIPTS[number]): Promise<string> {
+  return Deno.readTextFile(`${import.meta.dirname}/${name}`);
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test.sh -- the whole test suite, from a fresh Debian machine (root) or an already set-up one:
+# installs Deno (pinned, from npm), brings up Incus with the test images (scripts/host-setup.sh),
+# runs fmt/lint/check, the compile-flags check and every test (the live Incus tests included),
+# and prints `N passed, N failed` as its last line. Idempotent. `.ci/run` calls exactly this.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+unset RUST_BACKTRACE
+export DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
+log=$(mktemp -t isx-test.XXXXXX)
+fail() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+deno=$(bash scripts/install-deno.sh) || fail "installing deno failed"
+export PATH="$(dirname "$deno"):$PATH"
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/host-setup.sh || fail "host setup failed (Incus); see the lines above"
+else
+  echo "test.sh: not root: skipping host setup; live tests run only if an Incus socket answers" >&2
+fi
+
+deno fmt --check >/dev/null || { deno fmt --check 2>&1 | tail -20; fail "deno fmt --check: run deno fmt"; }
+deno lint || fail "deno lint"
+deno check || fail "deno check"
+
+deno test --allow-all --no-prompt --frozen 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+summary=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$log" | tail -1 || true)
+passed=$(sed -nE 's/.*\| ([0-9]+) passed.*/\1/p' <<<"$summary")
+failed=$(sed -nE 's/.*\| ([0-9]+) failed.*/\1/p' <<<"$summary")
+ignored=$(sed -nE 's/.*\| ([0-9]+) ignored.*/\1/p' <<<"$summary")
+rm -f "$log"
+[ -n "$passed" ] || { passed=0; failed=${failed:-1}; }
+[ "$rc" = 0 ] || [ "${failed:-0}" != 0 ] || failed=1
+echo "${passed} passed, ${failed:-0} failed${ignored:+, ${ignored} skipped}"
+exit "$rc"

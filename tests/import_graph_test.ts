@@ -1,0 +1,173 @@
+/**
+ * The dependency fences of shared/design/architecture.md §3 (habit 15) and the house habits
+ * that can be read off the source (1, 5, 7, 8, 10), checked over every `.ts` file.
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const SKIP_DIRS = new Set([".git", "dist", "node_modules", ".isx"]);
+
+async function walk(dir: string, out: string[] = []): Promise<string[]> {
+  for await (const e of Deno.readDir(dir)) {
+    if (SKIP_DIRS.has(e.name)) continue;
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory) await walk(p, out);
+    else if (e.isFile && e.name.endsWith(".ts")) out.push(p.slice(ROOT.length + 1));
+  }
+  return out;
+}
+
+const FILES = (await walk(ROOT)).sort();
+const SOURCES = new Map<string, string>();
+for (const f of FILES) SOURCES.set(f, await Deno.readTextFile(`${ROOT}/${f}`));
+
+const IMPORT_RE =
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+
+function imports(src: string): string[] {
+  const out: string[] = [];
+  for (const m of src.matchAll(IMPORT_RE)) out.push((m[1] ?? m[2])!);
+  return out;
+}
+
+function resolve(from: string, spec: string): string | undefined {
+  if (!spec.startsWith(".")) return undefined; // npm or node: builtin
+  const parts = from.split("/").slice(0, -1);
+  for (const seg of spec.split("/")) {
+    if (seg === "..") parts.pop();
+    else if (seg !== ".") parts.push(seg);
+  }
+  return parts.join("/");
+}
+
+const isTest = (f: string) => f.endsWith("_test.ts");
+const top = (f: string) => (f.includes("/") ? f.split("/")[0]! : f);
+
+/** The allowed-edge rule: may `from` import `to`? (both repo-relative paths) */
+function allowed(from: string, to: string): boolean {
+  const [a, b] = [top(from), top(to)];
+  if (a === b) {
+    if (a === "rpc") {
+      const fromCore = /^rpc\/(incus|sandbox)\//.test(from) || !from.startsWith("rpc/server/");
+      return !(fromCore && to.startsWith("rpc/server/"));
+    }
+    if (a === "guest" && !["guest/mod.ts"].includes(from) && !isTest(from)) {
+      return false; // runner scripts import nothing
+    }
+    return true;
+  }
+  if (a === "tests" || a === "bench" || isTest(from)) return true;
+  if (from === "main.ts") return b === "cli";
+  if (a === "scripts") return to === "cli/permissions.ts";
+  if (a === "cli") {
+    return ["rpc/mod.ts", "rpc/server/mod.ts", "mcp/mod.ts", "proxy/mod.ts", "guest/mod.ts"]
+      .includes(to);
+  }
+  if (a === "mcp") {
+    return ["rpc/mod.ts", "guest/mod.ts", "guest/protocol.ts", "proxy/activity.ts"].includes(to);
+  }
+  if (a === "proxy") return to === "rpc/mod.ts";
+  return false;
+}
+
+Deno.test("every import follows the allowed-edge table of architecture.md §3", () => {
+  const bad: string[] = [];
+  for (const [f, src] of SOURCES) {
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (to !== undefined && !allowed(f, to)) bad.push(`${f} -> ${to}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("a _private module is imported only from its own folder", () => {
+  const bad: string[] = [];
+  for (const [f, src] of SOURCES) {
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (!to) continue;
+      const name = to.split("/").pop()!;
+      const dir = to.split("/").slice(0, -1).join("/");
+      const fromDir = f.split("/").slice(0, -1).join("/");
+      if (name.startsWith("_") && dir !== fromDir) bad.push(`${f} -> ${to}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("there are no import cycles among modules", () => {
+  const graph = new Map<string, string[]>();
+  for (const [f, src] of SOURCES) {
+    graph.set(f, imports(src).map((s) => resolve(f, s)).filter((x): x is string => !!x));
+  }
+  const state = new Map<string, 1 | 2>();
+  const cycles: string[] = [];
+  const visit = (n: string, path: string[]) => {
+    if (state.get(n) === 2) return;
+    if (state.get(n) === 1) {
+      cycles.push([...path.slice(path.indexOf(n)), n].join(" -> "));
+      return;
+    }
+    state.set(n, 1);
+    for (const m of graph.get(n) ?? []) if (graph.has(m)) visit(m, [...path, n]);
+    state.set(n, 2);
+  };
+  for (const n of graph.keys()) visit(n, []);
+  assert.deepEqual(cycles, []);
+});
+
+Deno.test("file names are snake_case and no folder has an index.ts", () => {
+  const bad = FILES.filter((f) => /(^|\/)index\.ts$/.test(f) || /[A-Z-]/.test(f.split("/").pop()!));
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("library code throws IsbError, never new Error(", () => {
+  const bad = FILES.filter((f) =>
+    /^(rpc\/incus|rpc\/sandbox|proxy)\//.test(f) && !isTest(f) &&
+    /\bnew Error\(/.test(SOURCES.get(f)!)
+  );
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("only main.ts and cli/ touch the process's stdio and exit", () => {
+  const bad = FILES.filter((f) =>
+    !isTest(f) && !/^(main\.ts|cli\/|tests\/|bench\/|scripts\/|guest\/task_runner)/.test(f) &&
+    /Deno\.(stdin|stdout|exit)\b|console\.log\(/.test(SOURCES.get(f)!)
+  );
+  assert.deepEqual(bad, []);
+});
+
+const PURE = [
+  "rpc/jsonl.ts",
+  "rpc/duration.ts",
+  "rpc/incus/envelope.ts",
+  "rpc/sandbox/resolve.ts",
+  "rpc/sandbox/plan.ts",
+  "rpc/sandbox/compose/interpolate.ts",
+  "rpc/sandbox/compose/merge.ts",
+  "proxy/policy.ts",
+  "proxy/rewrite.ts",
+  "proxy/counter.ts",
+  "proxy/usage.ts",
+  "proxy/activity.ts",
+  "guest/protocol.ts",
+];
+
+Deno.test("the pure modules open no sockets, files, processes or timers", () => {
+  const bad: string[] = [];
+  for (const f of PURE) {
+    const src = SOURCES.get(f);
+    if (src === undefined) continue; // not written yet
+    if (/\bDeno\.(?!customInspect)|\bfetch\(|node:net|\bsetTimeout\(/.test(src)) bad.push(f);
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("no test turns Deno's op or resource sanitizers off", () => {
+  const bad = FILES.filter((f) =>
+    f !== "tests/import_graph_test.ts" &&
+    /sanitizeOps:\s*false|sanitizeResources:\s*false/.test(SOURCES.get(f)!)
+  );
+  assert.deepEqual(bad, []);
+});
