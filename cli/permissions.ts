@@ -90,10 +90,11 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/config.yaml`,
       `${c.stateDir}/ca`,
       `${c.stateDir}/proxy`,
+      `${c.isbStateDir}/egress`,
     ],
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
-    env: [],
+    env: ["ISX_LOG"],
     run: [],
     sys: ["uid", "hostname"],
   }),
@@ -120,7 +121,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   init: (c) => ({
     read: [c.socket, c.configDir, c.stateDir],
     write: [c.socket, c.configDir, c.stateDir],
-    net: [],
+    // The Incus socket needs a net grant (unix:<socket>) since Deno 2.9; a mode cannot
+    // narrow the union's global net grant, so the socket modes keep net.
+    net: true,
     env: [],
     run: [],
     sys: ["uid"],
@@ -142,9 +145,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       c.tmp,
     ],
     write: [c.socket, c.cacheDir, `${c.stateDir}/build`, c.tmp],
-    net: [],
+    net: true, // the Incus socket (see init)
     env: ["TERM", "NO_COLOR", "PATH", "HOME"],
-    run: ["npm", "tar"],
+    run: ["npm", "tar", c.execPath],
     sys: ["uid"],
   }),
   // isx branch|list|start|stop|destroy|shell: the socket and the definitions.
@@ -157,7 +160,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.cwd}/.isx`,
     ],
     write: [c.socket],
-    net: [],
+    net: true, // the Incus socket (see init)
     env: ["TERM", "NO_COLOR", "COLUMNS"],
     run: [],
     sys: ["uid"],

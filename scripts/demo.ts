@@ -27,7 +27,7 @@ const child = new Deno.Command(`${ROOT}/bin/isb`, {
 const writer = child.stdin.getWriter();
 const waiting = new Map<number, (msg: Record<string, unknown>) => void>();
 let nextId = 1;
-let hello: (v: unknown) => void;
+let hello: (v: unknown) => void = () => {};
 const helloSeen = new Promise((r) => (hello = r));
 
 (async () => {

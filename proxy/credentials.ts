@@ -1,0 +1,189 @@
+/**
+ * The one host file that holds real credentials: `~/.config/isx/credentials.yaml`.
+ *
+ * It must be mode 0600 (or stricter); a file readable by group or others is refused, not
+ * used. Accounts are grouped per provider namespace (`anthropic`, `openai`, `github`) with
+ * an optional `default`; `custom` holds header rules per domain for other services. Every
+ * value is wrapped in a {@link Secret} as soon as it is parsed, so nothing downstream can
+ * print one by accident. A missing file means "no credentials" (the proxy still counts).
+ *
+ * ```yaml
+ * anthropic:
+ *   default: personal
+ *   accounts:
+ *     personal: { api_key: sk-ant-api03-… }
+ *     work: { oauth_token: sk-ant-oat01-… }
+ * openai:
+ *   accounts: { main: { api_key: sk-proj-… } }
+ * github:
+ *   accounts: { me: { token: ghp_… } }
+ * custom:
+ *   - { domain: api.example.com, header: X-Api-Key, value: … }
+ *   - { domain: "*.example.org", bearer: … }
+ *   - { domain: git.example.net, basic: { user: bob, password: … } }
+ * ```
+ *
+ * @module
+ */
+
+import { load } from "js-yaml";
+import { z } from "zod";
+import { IsbError } from "../rpc/mod.ts";
+import { Secret } from "./secret.ts";
+
+/** An Anthropic account: an API key or an OAuth token. */
+export type AnthropicAccount = { kind: "api_key" | "oauth"; value: Secret };
+/** A credential that is one bearer-style value (OpenAI key, GitHub token). */
+export type TokenAccount = { kind: "token"; value: Secret };
+
+/** Accounts of one provider namespace. */
+export interface Accounts<A> {
+  /** Name of the default account (else the only/first one). */
+  default: string | undefined;
+  /** Accounts by name. */
+  accounts: Map<string, A>;
+}
+
+/** A custom header rule for a domain (exact, or `*.suffix` for subdomains). */
+export type CustomRule =
+  | { domain: string; kind: "header"; header: string; value: Secret }
+  | { domain: string; kind: "bearer"; value: Secret }
+  | { domain: string; kind: "basic"; user: string; value: Secret };
+
+/** Everything in the credentials file. */
+export interface Credentials {
+  /** Anthropic accounts. */
+  anthropic: Accounts<AnthropicAccount>;
+  /** OpenAI accounts. */
+  openai: Accounts<TokenAccount>;
+  /** GitHub accounts. */
+  github: Accounts<TokenAccount>;
+  /** Header rules for other domains. */
+  custom: CustomRule[];
+}
+
+/** No credentials at all. */
+export function emptyCredentials(): Credentials {
+  const none = () => ({ default: undefined, accounts: new Map() });
+  return { anthropic: none(), openai: none(), github: none(), custom: [] };
+}
+
+const value = z.string().min(1);
+const ns = <S extends z.ZodType>(account: S) =>
+  z.strictObject({ default: z.string().optional(), accounts: z.record(z.string(), account) })
+    .optional();
+
+const FileSchema = z.strictObject({
+  anthropic: ns(z.union([
+    z.strictObject({ api_key: value }),
+    z.strictObject({ oauth_token: value }),
+  ])),
+  openai: ns(z.strictObject({ api_key: value })),
+  github: ns(z.strictObject({ token: value })),
+  custom: z.array(z.union([
+    z.strictObject({ domain: z.string().min(1), header: z.string().min(1), value }),
+    z.strictObject({ domain: z.string().min(1), bearer: value }),
+    z.strictObject({
+      domain: z.string().min(1),
+      basic: z.strictObject({ user: z.string(), password: value }),
+    }),
+  ])).optional(),
+}).nullable();
+
+function accounts<I, A>(
+  where: string,
+  raw: { default?: string | undefined; accounts: Record<string, I> } | undefined,
+  wrap: (i: I) => A,
+): Accounts<A> {
+  const map = new Map<string, A>();
+  for (const [name, a] of Object.entries(raw?.accounts ?? {})) map.set(name, wrap(a));
+  const def = raw?.default;
+  if (def !== undefined && !map.has(def)) {
+    throw new IsbError("invalid", `read credentials: ${where}.default "${def}" names no account`);
+  }
+  return { default: def, accounts: map };
+}
+
+/** Parses the file's text; messages never quote values. */
+export function parseCredentials(text: string): Credentials {
+  let raw: unknown = null;
+  try {
+    if (text.trim() !== "") raw = load(text);
+  } catch (e) {
+    // js-yaml quotes the offending line, which may hold a value: keep only the position.
+    const mark = (e as { mark?: { line?: number } }).mark;
+    throw new IsbError(
+      "parse",
+      `read credentials: invalid YAML near line ${(mark?.line ?? 0) + 1}`,
+    );
+  }
+  const r = FileSchema.safeParse(raw ?? null);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const path = issue?.path.join(".") ?? "";
+    throw new IsbError(
+      "invalid",
+      `read credentials: ${path || "document"}: ${issue?.code ?? "invalid"}`,
+    );
+  }
+  const f = r.data ?? {};
+  return {
+    anthropic: accounts(
+      "anthropic",
+      f.anthropic,
+      (a) =>
+        "api_key" in a
+          ? { kind: "api_key" as const, value: new Secret(a.api_key) }
+          : { kind: "oauth" as const, value: new Secret(a.oauth_token) },
+    ),
+    openai: accounts(
+      "openai",
+      f.openai,
+      (a) => ({ kind: "token" as const, value: new Secret(a.api_key) }),
+    ),
+    github: accounts(
+      "github",
+      f.github,
+      (a) => ({ kind: "token" as const, value: new Secret(a.token) }),
+    ),
+    custom: (f.custom ?? []).map((c): CustomRule => {
+      const domain = c.domain.toLowerCase();
+      if ("header" in c) {
+        return { domain, kind: "header", header: c.header, value: new Secret(c.value) };
+      }
+      if ("bearer" in c) return { domain, kind: "bearer", value: new Secret(c.bearer) };
+      return { domain, kind: "basic", user: c.basic.user, value: new Secret(c.basic.password) };
+    }),
+  };
+}
+
+/** Every real value in the credentials (what responses and logs are scrubbed of). */
+export function allSecrets(c: Credentials): Secret[] {
+  return [
+    ...[...c.anthropic.accounts.values()].map((a) => a.value),
+    ...[...c.openai.accounts.values()].map((a) => a.value),
+    ...[...c.github.accounts.values()].map((a) => a.value),
+    ...c.custom.map((r) => r.value),
+  ];
+}
+
+/** Reads the file; refuses one readable by anyone but its owner. Missing = empty. */
+export async function loadCredentials(path: string): Promise<Credentials> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return emptyCredentials();
+    throw new IsbError("io", `read credentials "${path}": ${(e as Error).message}`);
+  }
+  const mode = (info.mode ?? 0) & 0o777;
+  if (mode & 0o077) {
+    throw new IsbError(
+      "forbidden",
+      `read credentials "${path}": mode ${
+        mode.toString(8).padStart(4, "0")
+      } is wider than 0600; run chmod 600 "${path}"`,
+    );
+  }
+  return parseCredentials(await Deno.readTextFile(path));
+}

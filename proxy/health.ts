@@ -1,0 +1,93 @@
+/**
+ * The ops port (18080): `GET /health` and `GET /activity`, for host callers only
+ * (shared/spec/isx-mcp.md §7.D, §7.H). A host caller is one on loopback or on one of the
+ * proxy's own addresses (the bridge gateway, which no instance can hold); everyone else,
+ * instances included, gets 404, so an agent cannot read other instances' counts.
+ * `POST /shutdown` (how `isx proxy stop` ends a background proxy without needing the right
+ * to signal processes) also needs the token the proxy wrote to its 0600 state directory.
+ *
+ * @module
+ */
+
+import type { CallerLookup } from "./clients.ts";
+import { encodeActivity } from "./activity.ts";
+import type { ActivityCounter } from "./counter.ts";
+import { normalizeAddress } from "./clients.ts";
+import { isLoopback } from "./upstream.ts";
+import { constantTimeEqual } from "./secret.ts";
+
+/** The header carrying the shutdown token. */
+export const SHUTDOWN_HEADER = "x-isx-proxy-token";
+
+/** The `/health` body. */
+export interface HealthInfo {
+  /** Program version. */
+  version: string;
+  /** Build commit, when known. */
+  gitSha: string | null;
+  /** Runtime and its version. */
+  runtime: string;
+  /** Process id. */
+  pid: number;
+  /** Fingerprint of the CA guests must trust. */
+  caFingerprint: string;
+  /** Whether the bridge DNS points at the proxy. */
+  dnsConfigured: boolean;
+  /** Whether config changed since start (always false: restart to apply). */
+  configDrifted: boolean;
+  /** Credential problem found at start, if any. */
+  authError: string | null;
+  /** Start time (epoch ms). */
+  startedAt: number;
+  /** Where to listen. */
+  listen: Record<string, string>;
+}
+
+/** What the ops handler needs. */
+export interface HealthDeps {
+  clients: CallerLookup;
+  counter: ActivityCounter;
+  health: () => HealthInfo;
+  /** Addresses that are the host itself (the proxy's listen addresses). */
+  hostAddresses: ReadonlySet<string>;
+  /** `POST /shutdown` with this token calls `onShutdown`; absent = no such endpoint. */
+  shutdown?: { token: string; onShutdown: () => void };
+}
+
+function json(body: string): Response {
+  return new Response(body, {
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
+}
+
+/** True when a connection comes from the host, not an instance. */
+export function isHostCaller(address: string, hostAddresses: ReadonlySet<string>): boolean {
+  const a = normalizeAddress(address);
+  return isLoopback(a) || hostAddresses.has(a);
+}
+
+/** The ops handler. */
+export function healthHandler(
+  deps: HealthDeps,
+): (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response {
+  return (req, info) => {
+    const path = new URL(req.url).pathname;
+    if (!isHostCaller(info.remoteAddr.hostname, deps.hostAddresses)) {
+      return new Response("not found\n", { status: 404 });
+    }
+    if (req.method === "POST" && path === "/shutdown" && deps.shutdown) {
+      const token = req.headers.get(SHUTDOWN_HEADER) ?? "";
+      if (!constantTimeEqual(token, deps.shutdown.token)) {
+        return new Response("forbidden\n", { status: 403 });
+      }
+      queueMicrotask(deps.shutdown.onShutdown);
+      return json(JSON.stringify({ stopping: true, pid: Deno.pid }));
+    }
+    if (req.method !== "GET") return new Response("not found\n", { status: 404 });
+    if (path === "/health") return json(JSON.stringify(deps.health()));
+    if (path === "/activity") {
+      return json(encodeActivity(deps.counter.snapshot(deps.clients.known())));
+    }
+    return new Response("not found\n", { status: 404 });
+  };
+}

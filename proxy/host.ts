@@ -1,0 +1,209 @@
+/**
+ * The proxy as `isx proxy` runs it: everything assembled from the user's files. Reads the
+ * `proxy:` block of `config.yaml`, the credentials file, the host CA; connects to Incus for
+ * the address registry and the bridge's DNS; follows isb's egress secrets; then
+ * `startProxy`. Also the defaults every `isx proxy` subcommand agrees on (ports,
+ * bridge, where the health port is).
+ *
+ * ```yaml
+ * proxy:
+ *   bridge: incusbr0          # whose gateway the proxy listens on
+ *   gateway: 10.77.0.1        # default: the bridge's ipv4.address
+ *   ports: { tls: 443, forward: 3128, health: 18080 }
+ *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
+ *   domains: [registry.npmjs.org]
+ *   hosts: { anthropic: [api.anthropic.com] }
+ * ```
+ *
+ * @module
+ */
+
+import { load } from "js-yaml";
+import { z } from "zod";
+import { createIncusClient, IsbError, log } from "../rpc/mod.ts";
+import { loadCa } from "./ca.ts";
+import { ClientRegistry, incusSource } from "./clients.ts";
+import { loadCredentials } from "./credentials.ts";
+import { applyDns, bridgeGateway } from "./dns.ts";
+import { EgressSecrets } from "./egress.ts";
+import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
+import { type ProxyHandle, startProxy } from "./start.ts";
+import { Policy } from "./policy.ts";
+
+/** The default ports (team contract). */
+export const DEFAULT_PORTS = { tls: 443, forward: 3128, health: 18080 } as const;
+
+const ProxyBlock = z.strictObject({
+  bridge: z.string().min(1).default("incusbr0"),
+  gateway: z.string().min(1).optional(),
+  ports: z.strictObject({
+    tls: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.tls),
+    forward: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.forward),
+    health: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.health),
+  }).prefault({}),
+  dns: z.boolean().default(true),
+  domains: z.array(z.string().min(1)).default([]),
+  hosts: z.strictObject({
+    anthropic: z.array(z.string().min(1)).optional(),
+    openai: z.array(z.string().min(1)).optional(),
+    github: z.array(z.string().min(1)).optional(),
+  }).optional(),
+});
+
+/** The `proxy:` block with defaults applied. */
+export interface ProxyConfig {
+  /** The bridge whose gateway the proxy listens on. */
+  bridge: string;
+  /** The listen address; default: the bridge's `ipv4.address`. */
+  gateway?: string | undefined;
+  /** TLS interception, forward proxy and ops ports. */
+  ports: { tls: number; forward: number; health: number };
+  /** Whether to keep the bridge's `raw.dnsmasq` block up to date. */
+  dns: boolean;
+  /** More intercepted domains. */
+  domains: string[];
+  /** Replacement hosts per provider namespace. */
+  hosts?: {
+    anthropic?: string[] | undefined;
+    openai?: string[] | undefined;
+    github?: string[] | undefined;
+  } | undefined;
+}
+
+/** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */
+export function parseProxyConfig(text: string): ProxyConfig {
+  let doc: unknown = null;
+  try {
+    if (text.trim()) doc = load(text);
+  } catch (e) {
+    throw new IsbError("parse", `read config: ${(e as Error).message.split("\n")[0]}`);
+  }
+  const block =
+    (doc && typeof doc === "object" ? (doc as Record<string, unknown>).proxy : undefined) ?? {};
+  const r = ProxyBlock.safeParse(block);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new IsbError(
+      "invalid",
+      `read config: proxy.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"}`,
+    );
+  }
+  return r.data as ProxyConfig;
+}
+
+/** Reads `config.yaml` (missing = defaults). */
+export async function loadProxyConfig(path: string): Promise<ProxyConfig> {
+  try {
+    return parseProxyConfig(await Deno.readTextFile(path));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return parseProxyConfig("");
+    throw e;
+  }
+}
+
+/** Where `isx proxy` finds things. */
+export interface HostPaths {
+  /** `~/.config/isx`. */
+  configDir: string;
+  /** `~/.local/state/isx`. */
+  stateDir: string;
+  /** `~/.local/state/isb`. */
+  isbStateDir: string;
+  /** The Incus unix socket. */
+  socket: string;
+}
+
+/** A proxy started from the user's files. */
+export interface HostProxy {
+  /** The running listeners. */
+  handle: ProxyHandle;
+  /** The `proxy:` block in force. */
+  config: ProxyConfig;
+  /** The address the proxy listens on. */
+  gateway: string;
+  /** Stops everything. */
+  close(): Promise<void>;
+}
+
+/** Starts the proxy from `config.yaml`, `credentials.yaml`, the CA and Incus. */
+export async function startHostProxy(
+  paths: HostPaths,
+  opts: { shutdown?: { token: string; onShutdown: () => void } } = {},
+): Promise<HostProxy> {
+  const config = await loadProxyConfig(`${paths.configDir}/config.yaml`);
+  const creds = await loadCredentials(`${paths.configDir}/credentials.yaml`);
+  const ca = await loadCa(`${paths.stateDir}/ca`);
+  const incus = createIncusClient({ socket: paths.socket });
+  const cleanup: (() => Promise<void> | void)[] = [() => incus.close()];
+  try {
+    const gateway = config.gateway ?? await bridgeGateway(incus, config.bridge);
+    if (!gateway) {
+      throw new IsbError(
+        "invalid",
+        `start proxy: bridge "${config.bridge}" has no IPv4 address; set proxy.gateway`,
+      );
+    }
+    const policy = new Policy(creds, {
+      domains: config.domains,
+      ...(config.hosts ? { hosts: config.hosts } : {}),
+    });
+    const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
+    cleanup.unshift(() => registry.close());
+    // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
+    registry.start().catch(() => {});
+    const egress = new EgressSecrets({ dir: `${paths.isbStateDir}/egress` });
+    await egress.start();
+    cleanup.unshift(() => egress.close());
+    let dnsConfigured = false;
+    if (config.dns) {
+      try {
+        await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway });
+        dnsConfigured = true;
+      } catch (e) {
+        log.warn("proxy: could not set the bridge DNS", {
+          bridge: config.bridge,
+          error: (e as Error).message,
+        });
+      }
+    }
+    const handle = await startProxy({
+      listen: {
+        tls: { hostname: gateway, port: config.ports.tls },
+        forward: { hostname: gateway, port: config.ports.forward },
+        health: [
+          { hostname: gateway, port: config.ports.health },
+          ...(gateway === "127.0.0.1"
+            ? []
+            : [{ hostname: "127.0.0.1", port: config.ports.health }]),
+        ],
+      },
+      policy,
+      ca,
+      clients: registry,
+      egress,
+      dnsConfigured,
+      ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
+    });
+    cleanup.unshift(() => handle.close());
+    const listeners = new EgressListeners({
+      clients: registry,
+      counter: handle.counter,
+      dir: `${paths.isbStateDir}/egress`,
+      bridgeInfo: async (bridge) => bridgeInfoOf((await incus.getNetwork(bridge)).value.config),
+    });
+    cleanup.unshift(() => listeners.close());
+    egress.watch((entries) => void listeners.sync(entries));
+    log.info("proxy: listening", { ...handle.health().listen, domains: policy.domains.join(",") });
+    return {
+      handle,
+      config,
+      gateway,
+      async close() {
+        for (const f of cleanup) await f();
+      },
+    };
+  } catch (e) {
+    for (const f of cleanup) await f();
+    throw e;
+  }
+}

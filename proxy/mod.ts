@@ -1,0 +1,60 @@
+/**
+ * The per-host proxy: credentials injected on the host, each instance's model calls and
+ * traffic counted (shared/spec/isx-mcp.md §7).
+ *
+ * No credential ever enters an instance. Guests resolve the intercepted domains to the
+ * bridge gateway (the bridge's dnsmasq) and reach {@link startProxy}'s TLS server on port
+ * 443, which presents a leaf signed by the host CA that templates install; the proxy swaps
+ * the guests' placeholders for real values on the way upstream and scrubs real values from
+ * everything coming back. Anything else a guest sends through `HTTP(S)_PROXY` (port 3128)
+ * is tunnelled and counted. The ops port (18080) answers `/health` and `/activity` to host
+ * callers only.
+ *
+ * Layering: pure decisions in `policy.ts`, `rewrite.ts`, `counter.ts`, `usage.ts`,
+ * `activity.ts`; I/O in `server.ts` (intercepting handler), `forward.ts`, `health.ts`,
+ * `dns.ts`, `clients.ts` (address → instance through the Incus client), `ca.ts` (the
+ * only TLS-library code), `credentials.ts` (the 0600 file), `egress.ts` (isb egress
+ * secrets) and `host.ts` (assembling all of it from the user's files for `isx proxy`).
+ *
+ * @module
+ */
+
+export { type CaInfo, CaSigner, ensureCa, loadCa } from "./ca.ts";
+export * from "./activity.ts";
+export { DEFAULT_HOSTS, type Namespace, Policy, type PolicyConfig, type Route } from "./policy.ts";
+export {
+  type Accounts,
+  type AnthropicAccount,
+  type Credentials,
+  type CustomRule,
+  loadCredentials,
+  parseCredentials,
+  type TokenAccount,
+} from "./credentials.ts";
+export { Secret } from "./secret.ts";
+export type { HeaderOp } from "./rewrite.ts";
+export type { EgressLookup } from "./server.ts";
+export type { CallEnd, CallerRef, ModelCall, TrafficCall } from "./counter.ts";
+export type { Usage } from "./usage.ts";
+export {
+  type Caller,
+  type CallerLookup,
+  ClientRegistry,
+  type IncusLike,
+  incusSource,
+  type InstanceInfo,
+  type InstanceSource,
+} from "./clients.ts";
+export type { HealthInfo } from "./health.ts";
+export { ActivityCounter } from "./counter.ts";
+export { type ProxyHandle, type ProxyListen, startProxy, type StartProxyOptions } from "./start.ts";
+export * from "./host.ts";
+export * from "./runfiles.ts";
+export * from "./activity_format.ts";
+export {
+  type BridgeInfo,
+  bridgeInfoOf,
+  EgressListeners,
+  type EgressServeDeps,
+} from "./egress_serve.ts";
+export { type EgressEntry, EgressSecrets, parseEgressFile } from "./egress.ts";

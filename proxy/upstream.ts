@@ -1,0 +1,50 @@
+/**
+ * Where an intercepted request goes: `https://<host>` of the real service, or, in tests
+ * only, a loopback origin standing in for it. An override that does not point at loopback
+ * is refused at start, so a configuration mistake can never send credentials elsewhere.
+ * Pure.
+ *
+ * @module
+ */
+
+import { IsbError } from "../rpc/mod.ts";
+
+/** True for 127.0.0.0/8, ::1 and `localhost`. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) ||
+    /^::ffff:127\./.test(h);
+}
+
+/** Validates test-only overrides (`host → http://127.0.0.1:port`); returns normalised origins. */
+export function checkOverrides(
+  overrides: Readonly<Record<string, string>> = {},
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [host, target] of Object.entries(overrides)) {
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      throw new IsbError("invalid", `upstream override for "${host}": "${target}" is not a URL`);
+    }
+    if (!["http:", "https:"].includes(url.protocol) || !isLoopback(url.hostname)) {
+      throw new IsbError(
+        "invalid",
+        `upstream override for "${host}": "${target}" is not a loopback origin`,
+      );
+    }
+    out.set(host.toLowerCase(), url.origin);
+  }
+  return out;
+}
+
+/** The upstream URL for a request to `host[:port]` with this path and query. */
+export function upstreamUrl(
+  target: { host: string; port?: number; pathAndQuery: string },
+  overrides: ReadonlyMap<string, string>,
+): string {
+  const origin = overrides.get(target.host) ??
+    `https://${target.host}${target.port && target.port !== 443 ? `:${target.port}` : ""}`;
+  return origin + target.pathAndQuery;
+}

@@ -1,0 +1,112 @@
+/**
+ * WebSocket upgrades on intercepted hosts (Codex speaks the Responses API over one): the
+ * upstream socket is opened first, with the same injected head as any request, so the guest
+ * is answered with the subprotocol the service chose; then messages are relayed both ways.
+ * Text coming back is scrubbed of real values. The socket counts as one request, and as a
+ * WebSocket in flight, until either side closes.
+ *
+ * @module
+ */
+
+import { log } from "../rpc/mod.ts";
+import type { TrafficCall } from "./counter.ts";
+import { scrubText } from "./rewrite.ts";
+import type { Secret } from "./secret.ts";
+
+const WS_HEAD = [
+  "sec-websocket-key",
+  "sec-websocket-version",
+  "sec-websocket-extensions",
+  "sec-websocket-protocol",
+  "host",
+];
+
+function size(data: unknown): number {
+  if (typeof data === "string") return new TextEncoder().encode(data).length;
+  if (data instanceof ArrayBuffer) return data.byteLength;
+  if (data instanceof Blob) return data.size;
+  return 0;
+}
+
+function openSocket(ws: WebSocket): Promise<boolean> {
+  return new Promise((resolve) => {
+    ws.addEventListener("open", () => resolve(true), { once: true });
+    ws.addEventListener("error", () => resolve(false), { once: true });
+    ws.addEventListener("close", () => resolve(false), { once: true });
+  });
+}
+
+/** Opens the upstream socket, then upgrades the guest's request and relays both ways. */
+export async function relayWebSocket(
+  req: Request,
+  o: {
+    target: string;
+    headers: Headers;
+    traffic: TrafficCall;
+    secrets: readonly Secret[];
+    client?: Deno.HttpClient;
+  },
+): Promise<Response> {
+  const headers = new Headers(o.headers);
+  for (const h of WS_HEAD) headers.delete(h);
+  const protocols = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) =>
+    p.trim()
+  )
+    .filter(Boolean);
+  const url = o.target.replace(/^http/, "ws");
+  const upstream = new WebSocket(url, {
+    protocols,
+    headers,
+    ...(o.client ? { client: o.client } : {}),
+  });
+  upstream.binaryType = "arraybuffer";
+  if (!(await openSocket(upstream))) {
+    o.traffic.end();
+    upstream.close();
+    return new Response(`isx-proxy: upstream WebSocket ${new URL(url).host} refused\n`, {
+      status: 502,
+    });
+  }
+  const { socket, response } = Deno.upgradeWebSocket(
+    req,
+    upstream.protocol ? { protocol: upstream.protocol } : {},
+  );
+  socket.binaryType = "arraybuffer";
+  o.traffic.responded();
+  const pending: (string | ArrayBuffer)[] = [];
+  let ended = false;
+  const end = (code?: number, reason?: string) => {
+    if (ended) return;
+    ended = true;
+    o.traffic.end();
+    for (const ws of [socket, upstream]) {
+      try {
+        if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) {
+          ws.close(code && code >= 3000 || code === 1000 ? code : 1000, reason?.slice(0, 100));
+        }
+      } catch (e) {
+        log.debug("proxy: websocket close", { error: String(e) });
+      }
+    }
+  };
+  socket.onopen = () => {
+    for (const m of pending.splice(0)) socket.send(m);
+  };
+  socket.onmessage = (ev) => {
+    o.traffic.sent(size(ev.data));
+    if (upstream.readyState === WebSocket.OPEN) upstream.send(ev.data);
+  };
+  upstream.onmessage = (ev) => {
+    const data = typeof ev.data === "string"
+      ? scrubText(ev.data, o.secrets)
+      : ev.data as ArrayBuffer;
+    o.traffic.received(size(data));
+    if (socket.readyState === WebSocket.OPEN) socket.send(data);
+    else if (socket.readyState === WebSocket.CONNECTING) pending.push(data);
+  };
+  socket.onclose = (ev) => end(ev.code, ev.reason);
+  upstream.onclose = (ev) => end(ev.code, ev.reason);
+  socket.onerror = () => end();
+  upstream.onerror = () => end();
+  return response;
+}

@@ -1,0 +1,271 @@
+/**
+ * Loopback stand-ins for the services the proxy intercepts, recording what they receive,
+ * plus the guest side of a proxy test: a raw HTTP/1.1 client over TLS whose local port
+ * names the "instance" (loopback has one source address, so tests tell instances apart
+ * by port), and a port-keyed caller lookup.
+ *
+ * The fake upstream answers:
+ * - `POST /v1/messages`: Anthropic-shaped; `"stream": true` → SSE with `message_start`
+ *   usage then `message_delta` usage; else JSON. The body echoes the `x-api-key` it got,
+ *   so a test can check the proxy scrubs real values from responses.
+ * - `POST /v1/responses`, `POST /v1/chat/completions`: OpenAI-shaped usage.
+ * - `POST /v1/messages` with `"hold": true`, or `GET /hold`: streams one event, then holds
+ *   the response open until the client goes.
+ * - `GET /echo`: the request head as JSON.
+ * - `GET /ws` (WebSocket): first sends the `authorization` it got, then echoes messages.
+ * Anything else: 404.
+ *
+ * @module
+ */
+
+import type { Caller, CallerLookup } from "../../proxy/clients.ts";
+import type { CallerRef } from "../../proxy/counter.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** One request the fake saw. */
+export interface Recorded {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Usage the fake reports for a streamed message. */
+export const STREAM_USAGE = { input: 11, output: 7, cacheRead: 5, cacheCreation: 3 } as const;
+
+/** A running fake upstream. */
+export interface FakeUpstream {
+  origin: string;
+  port: number;
+  requests: Recorded[];
+  /** Held `/hold` responses whose client went away. */
+  cancelled: number;
+  close(): Promise<void>;
+}
+
+function sse(events: object[]): string {
+  return events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`)
+    .join("");
+}
+
+function held(state: { cancelled: number }): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    start(ctl) {
+      ctl.enqueue(
+        enc.encode(sse([{ type: "message_start", message: { usage: { input_tokens: 1 } } }])),
+      );
+      timer = setInterval(() => ctl.enqueue(enc.encode(": ping\n\n")), 50);
+    },
+    cancel() {
+      clearInterval(timer);
+      state.cancelled++;
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+}
+
+/** Starts the fake on 127.0.0.1 (plain HTTP; the proxy reaches it through a test override). */
+export function startFakeUpstream(): FakeUpstream {
+  const requests: Recorded[] = [];
+  const state = { cancelled: 0 };
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    if (url.pathname === "/ws" && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      requests.push({
+        method: "WS",
+        path: "/ws",
+        headers: Object.fromEntries(req.headers),
+        body: "",
+      });
+      const { socket, response } = Deno.upgradeWebSocket(req);
+      socket.onopen = () =>
+        socket.send(JSON.stringify({ authorization: req.headers.get("authorization") }));
+      socket.onmessage = (ev) => socket.send(`echo:${ev.data}`);
+      return response;
+    }
+    const body = await req.text();
+    requests.push({
+      method: req.method,
+      path: url.pathname + url.search,
+      headers: Object.fromEntries(req.headers),
+      body,
+    });
+    const key = req.headers.get("x-api-key") ?? req.headers.get("authorization") ?? "";
+    if (
+      url.pathname === "/hold" || (url.pathname === "/v1/messages" && body.includes('"hold":true'))
+    ) {
+      return held(state);
+    }
+    if (url.pathname === "/v1/messages") {
+      const stream = body.includes('"stream":true');
+      if (!stream) {
+        return Response.json({ id: "m", echo: key, usage: { input_tokens: 3, output_tokens: 4 } });
+      }
+      const u = STREAM_USAGE;
+      const text = sse([
+        {
+          type: "message_start",
+          message: {
+            usage: {
+              input_tokens: u.input,
+              output_tokens: 1,
+              cache_read_input_tokens: u.cacheRead,
+              cache_creation_input_tokens: u.cacheCreation,
+            },
+          },
+        },
+        { type: "content_block_delta", delta: { type: "text_delta", text: `key was ${key}` } },
+        { type: "message_delta", usage: { output_tokens: u.output } },
+        { type: "message_stop" },
+      ]);
+      const bytes = enc.encode(text);
+      // Sent in small pieces so events straddle chunk boundaries.
+      const pieces = Array.from(
+        { length: Math.ceil(bytes.length / 17) },
+        (_, i) => bytes.slice(i * 17, i * 17 + 17),
+      );
+      return new Response(ReadableStream.from(pieces), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    }
+    if (url.pathname === "/v1/responses" || url.pathname === "/v1/chat/completions") {
+      const usage = url.pathname === "/v1/responses"
+        ? { input_tokens: 20, input_tokens_details: { cached_tokens: 5 }, output_tokens: 6 }
+        : { prompt_tokens: 20, prompt_tokens_details: { cached_tokens: 5 }, completion_tokens: 6 };
+      return Response.json({ id: "r", usage });
+    }
+    if (url.pathname === "/echo") {
+      return Response.json({ headers: Object.fromEntries(req.headers) });
+    }
+    return new Response("no such path", { status: 404 });
+  });
+  return {
+    origin: `http://127.0.0.1:${server.addr.port}`,
+    port: server.addr.port,
+    requests,
+    get cancelled() {
+      return state.cancelled;
+    },
+    close: () => server.shutdown(),
+  };
+}
+
+/** A caller lookup that names instances by the client's local port. */
+export class PortCallers implements CallerLookup {
+  readonly byPort = new Map<number, Caller>();
+  instances: CallerRef[] = [];
+
+  identify(addr: { hostname: string; port: number }): Promise<Caller | undefined> {
+    return Promise.resolve(this.byPort.get(addr.port));
+  }
+
+  known(): CallerRef[] | undefined {
+    return this.instances;
+  }
+}
+
+/** A parsed HTTP/1.1 response. */
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+/** A TLS connection to the proxy as a guest would open it (SNI = `serverName`). */
+export async function guestConnect(
+  opts: { port: number; serverName: string; caCert: string; hostname?: string },
+): Promise<{ conn: Deno.TlsConn; localPort: number }> {
+  const tcp = await Deno.connect({ hostname: opts.hostname ?? "127.0.0.1", port: opts.port });
+  const localPort = (tcp.localAddr as Deno.NetAddr).port;
+  const conn = await Deno.startTls(tcp, { hostname: opts.serverName, caCerts: [opts.caCert] });
+  return { conn, localPort };
+}
+
+/** Writes one request (always `Connection: close`). */
+export async function sendRequest(
+  conn: Deno.Conn,
+  req: {
+    method: string;
+    host: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string;
+  },
+): Promise<void> {
+  const body = req.body === undefined ? undefined : enc.encode(req.body);
+  const lines = [`${req.method} ${req.path} HTTP/1.1`, `host: ${req.host}`, "connection: close"];
+  for (const [k, v] of Object.entries(req.headers ?? {})) lines.push(`${k}: ${v}`);
+  if (body) lines.push(`content-length: ${body.length}`);
+  const head = enc.encode(lines.join("\r\n") + "\r\n\r\n");
+  const all = new Uint8Array(head.length + (body?.length ?? 0));
+  all.set(head);
+  if (body) all.set(body, head.length);
+  let off = 0;
+  while (off < all.length) off += await conn.write(all.subarray(off));
+}
+
+/** Reads a whole response until the server closes; decodes chunked bodies. */
+export async function readResponse(conn: Deno.Conn): Promise<RawResponse> {
+  const raw = new Uint8Array(await new Response(conn.readable).arrayBuffer());
+  return parseResponse(raw);
+}
+
+/** Parses a complete HTTP/1.1 response. */
+export function parseResponse(raw: Uint8Array): RawResponse {
+  const text = dec.decode(raw);
+  const end = text.indexOf("\r\n\r\n");
+  const [statusLine = "", ...lines] = text.slice(0, end).split("\r\n");
+  const headers = new Headers();
+  for (const l of lines) {
+    const i = l.indexOf(":");
+    headers.append(l.slice(0, i).trim(), l.slice(i + 1).trim());
+  }
+  let body = text.slice(end + 4);
+  if (headers.get("transfer-encoding")?.includes("chunked")) {
+    let out = "";
+    let rest = body;
+    for (;;) {
+      const nl = rest.indexOf("\r\n");
+      const size = parseInt(rest.slice(0, nl), 16);
+      if (!size) break;
+      const chunkBytes = enc.encode(rest.slice(nl + 2));
+      out += dec.decode(chunkBytes.slice(0, size));
+      rest = dec.decode(chunkBytes.slice(size + 2));
+    }
+    body = out;
+  }
+  return { status: Number(statusLine.split(" ")[1]), headers, body };
+}
+
+/** One request on a fresh guest connection registered as `caller`. */
+export async function guestRequest(
+  callers: PortCallers | undefined,
+  o: {
+    port: number;
+    serverName: string;
+    caCert: string;
+    caller?: Caller;
+    method?: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string;
+  },
+): Promise<RawResponse> {
+  const { conn, localPort } = await guestConnect(o);
+  if (callers && o.caller) callers.byPort.set(localPort, o.caller);
+  try {
+    await sendRequest(conn, {
+      method: o.method ?? "GET",
+      host: o.serverName,
+      path: o.path,
+      ...(o.headers ? { headers: o.headers } : {}),
+      ...(o.body !== undefined ? { body: o.body } : {}),
+    });
+    return await readResponse(conn);
+  } finally {
+    callers?.byPort.delete(localPort);
+  }
+}

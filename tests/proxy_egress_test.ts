@@ -1,0 +1,96 @@
+/**
+ * isb egress secrets end to end on loopback: the secrets file and per-bridge CA as
+ * `isb rpc` writes them, the proxy's bridge listener (bound to loopback here), a sandbox
+ * presenting its placeholder, and the fake upstream recording what arrives.
+ */
+
+import { equal, ok } from "node:assert/strict";
+import { createCa } from "../proxy/ca.ts";
+import { ActivityCounter } from "../proxy/counter.ts";
+import { EgressSecrets } from "../proxy/egress.ts";
+import { EgressListeners } from "../proxy/egress_serve.ts";
+import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
+
+const PLACEHOLDER = "isb_placeholder_0123456789abcdef0123456789abcdef";
+const VALUE = "REAL-egress-secret-value-42";
+const BRIDGE = "isbbrx0badf00d";
+
+Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", async () => {
+  const dir = await Deno.makeTempDir();
+  const up = startFakeUpstream();
+  const callers = new PortCallers();
+  const sandbox = { name: "sb1", incarnation: "t", view: 1, address: "x", pins: {} };
+  const other = { name: "other", incarnation: "t", view: 1, address: "y", pins: {} };
+  const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
+  const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
+  await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  const file = `${dir}/${BRIDGE}/secrets.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      instance: "default/sb1",
+      secrets: [{
+        env: "TOKEN",
+        placeholder: PLACEHOLDER,
+        hosts: ["api.service.test:443"],
+        value: VALUE,
+      }],
+    }),
+    { mode: 0o600 },
+  );
+  await Deno.chmod(file, 0o600);
+  const secrets = new EgressSecrets({ dir, periodMs: 60_000 });
+  const listeners = new EgressListeners({
+    clients: callers,
+    counter,
+    dir,
+    bridgeInfo: () =>
+      Promise.resolve({
+        address: "10.99.0.1",
+        allowed: [{ host: "api.service.test", port: 443 }, {
+          host: "plain.service.test",
+          port: 443,
+        }],
+      }),
+    overrides: new Map([["api.service.test", up.origin], ["plain.service.test", up.origin]]),
+    bindHost: "127.0.0.1",
+    bindPort: () => 0,
+  });
+  try {
+    await secrets.start();
+    secrets.watch((entries) => void listeners.sync(entries));
+    await listeners.sync(secrets.entries);
+    const port = listeners.addrs(BRIDGE)[0]!.port;
+    const ask = (caller: typeof sandbox, host: string) =>
+      guestRequest(callers, {
+        port,
+        serverName: host,
+        caCert: ca.certPem,
+        caller,
+        path: "/echo",
+        headers: { authorization: `Bearer ${PLACEHOLDER}` },
+      });
+    const res = await ask(sandbox, "api.service.test");
+    equal(res.status, 200);
+    equal(up.requests.at(-1)!.headers.authorization, `Bearer ${VALUE}`);
+    ok(!res.body.includes(VALUE), res.body);
+    equal((await ask(sandbox, "plain.service.test")).status, 200);
+    equal(up.requests.at(-1)!.headers.authorization, `Bearer ${PLACEHOLDER}`);
+    equal((await ask(other, "api.service.test")).status, 421);
+    equal(up.requests.length, 2);
+    equal(counter.snapshot().instances.sb1!.traffic_requests, 2);
+    // A file readable by others is not used: the listener goes away.
+    await Deno.chmod(file, 0o644);
+    await Deno.writeTextFile(file, (await Deno.readTextFile(file)) + " ");
+    await secrets.reload();
+    await listeners.sync(secrets.entries);
+    equal(listeners.addrs(BRIDGE).length, 0);
+  } finally {
+    secrets.close();
+    await listeners.close();
+    await up.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
