@@ -14,13 +14,7 @@
  * @module
  */
 
-import {
-  type IncusClient,
-  type IncusEvent,
-  type Instance,
-  type InstanceState,
-  log,
-} from "../rpc/mod.ts";
+import { type Instance, type InstanceState, log } from "../rpc/mod.ts";
 import type { CallerRef } from "./counter.ts";
 
 /** The stamp prefix isx writes on instances (isx-mcp.md §4.2). */
