@@ -108,6 +108,7 @@ async function proxyRole(dir: string, upstreamPort: string): Promise<void> {
     clients: everyone,
     upstreamOverrides: { localhost: `https://localhost:${upstreamPort}` },
     httpClient: Deno.createHttpClient({ caCerts: [ca.certPem] }),
+    upstreamCaCerts: [ca.certPem],
   });
   say(String(proxy.addrs.tls.port));
   // Reports the counts when asked on stdin, then exits.

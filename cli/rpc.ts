@@ -6,7 +6,7 @@
  * @module
  */
 
-import { createIncusClient, type IncusClient, parseDuration } from "../rpc/mod.ts";
+import { createEngine, createIncusClient, type Engine, parseDuration } from "../rpc/mod.ts";
 import { serveRpc } from "../rpc/server/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
@@ -33,16 +33,8 @@ stop,restart,wait_ready,add_port,remove_device,exec}, exec.{write,close_stdin,si
 resize}, volume.{list,get,create,remove}, prune, compose.{load,up,plan,down}.
 See docs/rpc.md for params, results and errors.`;
 
-/** The engine the server hands to every method; see {@link buildEngine}. */
-export interface RpcEngine {
-  /** The Incus client scoped to `project` (absent: the server's default project). */
-  client(project?: string): IncusClient;
-  /** The server's `$TERM`, for tty execs. */
-  readonly term: string | undefined;
-}
-
 /** Builds the client and the engine from the global flags and the environment snapshot. */
-export function buildEngine(ctx: CliContext): { engine: RpcEngine; close(): void } {
+export function buildEngine(ctx: CliContext): { engine: Engine; close(): void } {
   const createMs = ctx.global.createTimeout === undefined
     ? undefined
     : parseDuration(ctx.global.createTimeout);
@@ -51,12 +43,15 @@ export function buildEngine(ctx: CliContext): { engine: RpcEngine; close(): void
     project: ctx.global.project ?? "",
     ...(createMs === undefined ? {} : { timeouts: { createMs } }),
   });
-  // TODO(helper-5): wrap createEngine(...) from rpc/sandbox/mod.ts here once it lands; it
-  // must keep `client(project)` and `term` for the exec methods.
-  const engine: RpcEngine = {
-    client: (project) => project === undefined ? incus : incus.withProject(project),
+  const engine = createEngine({
+    incus,
+    cwd: ctx.perm.cwd,
+    env: ctx.env,
+    lockDir: ctx.perm.lockDir,
+    isbStateDir: ctx.perm.isbStateDir,
+    createTimeoutMs: createMs,
     term: ctx.env.TERM || undefined,
-  };
+  });
   return { engine, close: () => incus.close() };
 }
 

@@ -26,13 +26,13 @@ import {
   type HeaderOp,
   INSTANCE_SECRET_HEADER,
   responseHeaders,
-  scrubPairs,
   scrubText,
-  StreamRewriter,
 } from "./rewrite.ts";
+import { Scrubber } from "./scrub.ts";
 import { constantTimeEqual, type Secret } from "./secret.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
-import { isLoopback, upstreamUrl } from "./upstream.ts";
+import { isLoopback, type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts";
+import type { ModelProvider } from "./activity.ts";
 import { relayWebSocket } from "./websocket.ts";
 
 /** Per-caller additions from isb egress secrets. */
@@ -110,83 +110,152 @@ function relayBody(
   body: ReadableStream<Uint8Array>,
   opts: { traffic: TrafficCall; reader: UsageReader | undefined; secrets: readonly Secret[] },
 ): ReadableStream<Uint8Array> {
-  const scrub = new StreamRewriter(scrubPairs(opts.secrets));
+  const scrub = Scrubber.of(opts.secrets);
   const { traffic, reader } = opts;
+  let held: Uint8Array = new Uint8Array(0);
+  const emit = (chunk: Uint8Array, final: boolean, ctl: TransformStreamDefaultController) => {
+    const buf = held.length ? new Uint8Array(held.length + chunk.length) : chunk;
+    if (held.length) {
+      buf.set(held);
+      buf.set(chunk, held.length);
+    }
+    const n = scrub.scan(buf, buf.length, final);
+    held = buf.subarray(n);
+    if (n === 0) return;
+    reader?.push(buf.subarray(0, n));
+    traffic.received(n);
+    ctl.enqueue(buf.subarray(0, n));
+  };
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, ctl) {
-        reader?.push(chunk);
-        const out = scrub.push(chunk);
-        if (out.length) {
-          traffic.received(out.length);
-          ctl.enqueue(out);
-        }
-      },
-      flush(ctl) {
-        const out = scrub.flush();
-        if (out.length) {
-          traffic.received(out.length);
-          ctl.enqueue(out);
-        }
-      },
+      transform: (chunk, ctl) => emit(chunk, false, ctl),
+      flush: (ctl) => emit(new Uint8Array(0), true, ctl),
     }),
   );
 }
 
-/** The handler for intercepted requests (TLS already terminated). */
+/** One intercepted request as the servers see it, before any decision. */
+export interface RequestFacts {
+  method: string;
+  /** The `Host` header (or URL authority): `host[:port]`. */
+  authority: string;
+  /** Path and query as sent. */
+  pathAndQuery: string;
+  /** The guest's request headers. */
+  headers: Headers;
+  /** Bytes of the request head as received (counted as sent). */
+  headBytes: number;
+}
+
+/** What to do with one request: answer it here, or relay it with these settings. */
+export type Admission =
+  | { kind: "answer"; status: number; message: string }
+  | {
+    kind: "relay";
+    origin: UpstreamOrigin;
+    /** The upstream URL (for `fetch`). */
+    target: string;
+    /** Request headers for upstream: credentials injected, hop-by-hop headers dropped. */
+    headers: Headers;
+    traffic: TrafficCall;
+    model: ModelCall | undefined;
+    provider: ModelProvider | undefined;
+    /** Every real value (for scrubbing). */
+    secrets: Secret[];
+    websocket: boolean;
+  };
+
+/**
+ * The decision for one request of `caller` (undefined: nobody's): the checks, the route,
+ * the counters started, the upstream head built. Answers are not counted as responses.
+ */
+export async function admit(
+  deps: InterceptDeps,
+  caller: Caller | undefined,
+  req: RequestFacts,
+): Promise<Admission> {
+  const answer = (status: number, message: string) => ({
+    kind: "answer" as const,
+    status,
+    message,
+  });
+  if (!caller) return answer(403, "this address belongs to no instance");
+  const m = /^(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@:[\]]+)(?::(\d{1,5}))?$/.exec(req.authority);
+  if (!m) return answer(400, "malformed Host header");
+  const host = hostOnly(req.authority);
+  const egressHost = deps.egress?.covers(caller, host) ?? false;
+  if (!deps.policy.covers(host) && !egressHost) {
+    return answer(421, `"${host}" is not intercepted here`);
+  }
+  const presented = req.headers.get(INSTANCE_SECRET_HEADER);
+  if (presented !== null && !(await secretMatches(caller, presented))) {
+    return answer(403, "the instance secret does not belong to the calling instance");
+  }
+  const path = req.pathAndQuery.split("?")[0]!;
+  const route = deps.policy.route({ host, path }, caller.pins);
+  const websocket = req.headers.get("upgrade")?.toLowerCase() === "websocket";
+  const traffic = deps.counter.traffic(caller, { websocket });
+  traffic.sent(req.headBytes);
+  if (route.kind === "fail") {
+    traffic.end();
+    log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
+    return answer(route.status, route.message);
+  }
+  const secrets = [...deps.policy.secrets(), ...(deps.egress?.secrets() ?? [])];
+  const headers = forwardableHeaders(req.headers);
+  applyHeaderOps(headers, [...route.ops, ...(deps.egress?.ops(caller, host) ?? [])]);
+  const port = m[1] ? Number(m[1]) : undefined;
+  const where = { host, ...(port ? { port } : {}) };
+  const origin = upstreamOrigin(where, deps.overrides);
+  const target = upstreamUrl({ ...where, pathAndQuery: req.pathAndQuery }, deps.overrides);
+  if (!websocket) headers.set("accept-encoding", "identity");
+  const model = route.model && !websocket ? deps.counter.modelCall(caller) : undefined;
+  return {
+    kind: "relay",
+    origin,
+    target,
+    headers,
+    traffic,
+    model,
+    provider: route.model,
+    secrets,
+    websocket,
+  };
+}
+
+/** The `Deno.serve` handler for intercepted requests (TLS already terminated). */
 export function interceptHandler(
   deps: InterceptDeps,
 ): (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Promise<Response> {
   return async (req, info) => {
     const caller = await callerOf(deps, info.remoteAddr);
-    if (!caller) return proxyText(403, "this address belongs to no instance");
     const url = new URL(req.url);
-    const host = hostOnly(url.host);
-    const egressHost = deps.egress?.covers(caller, host) ?? false;
-    if (!deps.policy.covers(host) && !egressHost) {
-      return proxyText(421, `"${host}" is not intercepted here`);
-    }
-    const presented = req.headers.get(INSTANCE_SECRET_HEADER);
-    if (presented !== null && !(await secretMatches(caller, presented))) {
-      return proxyText(403, "the instance secret does not belong to the calling instance");
-    }
-    const route = deps.policy.route({ host, path: url.pathname }, caller.pins);
-    const traffic = deps.counter.traffic(caller, {
-      websocket: req.headers.get("upgrade")?.toLowerCase() === "websocket",
+    const pathAndQuery = url.pathname + url.search;
+    const a = await admit(deps, caller, {
+      method: req.method,
+      authority: url.host,
+      pathAndQuery,
+      headers: req.headers,
+      headBytes: headBytes(req.method, pathAndQuery, req.headers),
     });
-    traffic.sent(headBytes(req.method, url.pathname + url.search, req.headers));
-    if (route.kind === "fail") {
-      traffic.end();
-      log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
-      return proxyText(route.status, route.message);
-    }
-    const secrets = [...deps.policy.secrets(), ...(deps.egress?.secrets() ?? [])];
-    const headers = forwardableHeaders(req.headers);
-    applyHeaderOps(headers, [...route.ops, ...(deps.egress?.ops(caller, host) ?? [])]);
-    const port = url.port ? Number(url.port) : undefined;
-    const target = upstreamUrl(
-      { host, ...(port ? { port } : {}), pathAndQuery: url.pathname + url.search },
-      deps.overrides,
-    );
-    if (req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+    if (a.kind === "answer") return proxyText(a.status, a.message);
+    if (a.websocket) {
       return relayWebSocket(req, {
-        target,
-        headers,
-        traffic,
-        secrets,
+        target: a.target,
+        headers: a.headers,
+        traffic: a.traffic,
+        secrets: a.secrets,
         ...(deps.httpClient ? { client: deps.httpClient } : {}),
       });
     }
-    headers.set("accept-encoding", "identity");
-    const model = route.model ? deps.counter.modelCall(caller) : undefined;
     return await relay(req, info, {
-      target,
-      headers,
-      traffic,
-      model,
-      secrets,
+      target: a.target,
+      headers: a.headers,
+      traffic: a.traffic,
+      model: a.model,
+      secrets: a.secrets,
       deps,
-      provider: route.model,
+      provider: a.provider,
     });
   };
 }

@@ -15,6 +15,7 @@ import { serveForward } from "./forward.ts";
 import { healthHandler, type HealthInfo } from "./health.ts";
 import type { Policy } from "./policy.ts";
 import { type EgressLookup, interceptHandler } from "./server.ts";
+import { type RelayDeps, type RelayServer, serveRelay } from "./relay.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
 
@@ -46,8 +47,10 @@ export interface StartProxyOptions {
   upstreamOverrides?: Record<string, string>;
   /** Test only: let the forward proxy reach loopback targets. */
   allowLoopbackTargets?: boolean;
-  /** HTTP client for upstream requests. */
+  /** HTTP client for upstream requests of the `Deno.serve` path (WebSockets and the like). */
   httpClient?: Deno.HttpClient;
+  /** Test and benchmark only: CA certificates the relay trusts for upstream TLS. */
+  upstreamCaCerts?: string[];
   /** Whether the bridge DNS points at the proxy (reported by `/health`). */
   dnsConfigured?: boolean;
   /** Enables `POST /shutdown` on the ops port for callers presenting this token. */
@@ -91,25 +94,40 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   });
   const abort = new AbortController();
   const servers: Deno.HttpServer<Deno.NetAddr>[] = [];
+  const relays: RelayServer[] = [];
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
   try {
+    // What the relay does not speak itself (upgrades, HTTP/1.0) goes to this handler.
+    const slow = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      signal: abort.signal,
+      onListen() {},
+      onError: (e) => {
+        log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
+        return new Response("isx-proxy: internal error\n", { status: 500 });
+      },
+    }, handler);
+    servers.push(slow);
+    const relayDeps: RelayDeps = {
+      policy: opts.policy,
+      clients: opts.clients,
+      counter,
+      overrides,
+      handoff,
+      slowPort: slow.addr.port,
+      ...(opts.egress ? { egress: opts.egress } : {}),
+      ...(opts.upstreamCaCerts ? { upstreamCaCerts: opts.upstreamCaCerts } : {}),
+    };
     const serveTls = (hostname: string, port: number) =>
-      Deno.serve({
-        hostname,
-        port,
-        cert: leaf.certPem,
-        key: leaf.keyPem,
-        signal: abort.signal,
-        onListen() {},
-        onError: (e) => {
-          log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
-          return new Response("isx-proxy: internal error\n", { status: 500 });
-        },
-      }, handler);
-    servers.push(serveTls(opts.listen.tls.hostname, opts.listen.tls.port));
+      serveRelay(
+        listenTlsOrThrow({ hostname, port }, leaf),
+        relayDeps,
+      );
+    relays.push(serveTls(opts.listen.tls.hostname, opts.listen.tls.port));
     const mitm = serveTls("127.0.0.1", 0);
-    servers.push(mitm);
+    relays.push(mitm);
     const hostAddresses = new Set(
       [opts.listen.tls, opts.listen.forward, ...opts.listen.health].map((l) =>
         normalizeAddress(l.hostname)
@@ -118,7 +136,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     );
     const startedAt = now();
     const listen = {
-      tls: `${opts.listen.tls.hostname}:${servers[0]!.addr.port}`,
+      tls: `${opts.listen.tls.hostname}:${relays[0]!.addr.port}`,
       forward: `${opts.listen.forward.hostname}:${(forwardListener.addr as Deno.NetAddr).port}`,
     };
     const health = (): HealthInfo => ({
@@ -158,7 +176,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     let closed: Promise<void> | undefined;
     return {
       addrs: {
-        tls: servers[0]!.addr,
+        tls: relays[0]!.addr,
         forward: forwardListener.addr as Deno.NetAddr,
         mitm: mitm.addr,
         health: healthServers.map((s) => s.addr),
@@ -170,6 +188,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
         closed ??= (async () => {
           abort.abort();
           await fwd.shutdown();
+          await Promise.all(relays.map((r) => r.shutdown()));
           await Promise.all(servers.map((s) => s.finished));
         })();
         return closed;
@@ -179,9 +198,31 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     abort.abort();
     if (forward) await forward.shutdown();
     else forwardListener.close();
+    await Promise.all(relays.map((r) => r.shutdown()));
     await Promise.all(servers.map((s) => s.finished));
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
+  }
+}
+
+function listenTlsOrThrow(
+  at: { hostname: string; port: number },
+  leaf: { certPem: string; keyPem: string },
+): Deno.TlsListener {
+  try {
+    return Deno.listenTls({
+      hostname: at.hostname,
+      port: at.port,
+      cert: leaf.certPem,
+      key: leaf.keyPem,
+      alpnProtocols: ["http/1.1"],
+    });
+  } catch (e) {
+    throw new IsbError(
+      "io",
+      `start proxy: listen on ${at.hostname}:${at.port}: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
 }
 

@@ -39,12 +39,48 @@ export function checkOverrides(
   return out;
 }
 
+/** Where an intercepted request is sent. */
+export interface UpstreamOrigin {
+  /** TLS to the upstream (always, except for test overrides naming `http:`). */
+  secure: boolean;
+  /** Host name or address to connect to (and the TLS server name). */
+  hostname: string;
+  /** TCP port. */
+  port: number;
+  /** The `Host` header upstream: `hostname[:port]`, the port only when not the default. */
+  authority: string;
+}
+
+/** The upstream origin for a request to `host[:port]`. */
+export function upstreamOrigin(
+  target: { host: string; port?: number },
+  overrides: ReadonlyMap<string, string>,
+): UpstreamOrigin {
+  const override = overrides.get(target.host);
+  if (override) {
+    const url = new URL(override);
+    const secure = url.protocol === "https:";
+    return {
+      secure,
+      hostname: url.hostname.replace(/^\[|\]$/g, ""),
+      port: url.port ? Number(url.port) : secure ? 443 : 80,
+      authority: url.host,
+    };
+  }
+  const port = target.port ?? 443;
+  return {
+    secure: true,
+    hostname: target.host,
+    port,
+    authority: port === 443 ? target.host : `${target.host}:${port}`,
+  };
+}
+
 /** The upstream URL for a request to `host[:port]` with this path and query. */
 export function upstreamUrl(
   target: { host: string; port?: number; pathAndQuery: string },
   overrides: ReadonlyMap<string, string>,
 ): string {
-  const origin = overrides.get(target.host) ??
-    `https://${target.host}${target.port && target.port !== 443 ? `:${target.port}` : ""}`;
-  return origin + target.pathAndQuery;
+  const o = upstreamOrigin(target, overrides);
+  return `${o.secure ? "https" : "http"}://${o.authority}${target.pathAndQuery}`;
 }

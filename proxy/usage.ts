@@ -15,6 +15,7 @@
  */
 
 import type { ModelProvider } from "./activity.ts";
+import { latin1 } from "./scrub.ts";
 
 /** The four token counters. */
 export interface Usage {
@@ -46,8 +47,8 @@ export const JSON_BODY_CAP = 4 * 1024 * 1024;
 const NL = 10;
 const EMPTY = new Uint8Array(0);
 const DATA = "data:";
-const USAGE = '"usage"';
-const BYTES = new TextDecoder("latin1");
+const USAGE_TAIL = 'usage"';
+const QUOTE = 0x22;
 
 function num(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
@@ -136,8 +137,9 @@ export class UsageReader {
   #parts: Uint8Array[] = [];
   #size = 0;
   #overflow = false;
-  /** SSE: the bytes after the last newline (a copy), unless that line is over the cap. */
+  /** SSE: the bytes after the last newline (in `#tailBuf`), unless that line is over the cap. */
   #tail: Uint8Array = EMPTY;
+  #tailBuf: Uint8Array = EMPTY;
   #tailOverflow = false;
   #decoder = new TextDecoder();
 
@@ -146,8 +148,8 @@ export class UsageReader {
     this.#kind = kind;
   }
 
-  /** Takes the next bytes of the body. */
-  push(chunk: Uint8Array): void {
+  /** Takes the next bytes of the body; `text`, if given, is `latin1(chunk)` already made. */
+  push(chunk: Uint8Array, text?: string): void {
     if (this.#kind === "json") {
       if (this.#overflow) return;
       this.#size += chunk.length;
@@ -157,20 +159,26 @@ export class UsageReader {
       } else this.#parts.push(chunk.slice());
       return;
     }
-    const lastNl = chunk.lastIndexOf(NL);
-    if (lastNl < 0) return this.#grow(chunk);
-    let region: Uint8Array;
+    if (chunk.length === 0) return;
+    // One character per byte (see scrub.ts): native string search, byte offsets.
+    text ??= latin1(chunk, 0, chunk.length);
+    const firstNl = text.indexOf("\n");
+    if (firstNl < 0) return this.#grow(chunk);
+    let from = 0;
     if (this.#tailOverflow) {
       // The rest of an over-long line: skip it up to its end.
-      region = chunk.subarray(chunk.indexOf(NL) + 1, lastNl + 1);
       this.#tailOverflow = false;
-    } else {
-      region = this.#tail.length
-        ? concat([this.#tail, chunk.subarray(0, lastNl + 1)])
-        : chunk.subarray(0, lastNl + 1);
+      from = firstNl + 1;
+    } else if (this.#tail.length) {
+      this.#grow(chunk.subarray(0, firstNl));
+      const line = this.#tail;
+      if (!this.#tailOverflow) this.#scan(line, latin1(line, 0, line.length), 0, line.length);
+      this.#tailOverflow = false;
+      from = firstNl + 1;
     }
     this.#tail = EMPTY;
-    this.#scan(region);
+    const lastNl = text.lastIndexOf("\n");
+    this.#scan(chunk, text, from, lastNl + 1);
     this.#grow(chunk.subarray(lastNl + 1));
   }
 
@@ -181,24 +189,31 @@ export class UsageReader {
       this.#tail = EMPTY;
       return;
     }
-    this.#tail = concat([this.#tail, bytes]);
+    const n = this.#tail.length + bytes.length;
+    if (this.#tailBuf.length < n) {
+      const size = Math.min(SSE_LINE_CAP, Math.max(n, 2 * this.#tailBuf.length, 1024));
+      const bigger = new Uint8Array(size);
+      bigger.set(this.#tail);
+      this.#tailBuf = bigger;
+    }
+    this.#tailBuf.set(bytes, this.#tail.length);
+    this.#tail = this.#tailBuf.subarray(0, n);
   }
 
-  /** Parses the `data:` lines mentioning `"usage"` in a run of complete lines. */
-  #scan(region: Uint8Array): void {
-    // One character per byte (see rewrite.ts): string search, byte offsets.
-    const text = BYTES.decode(region);
-    let from = 0;
-    for (;;) {
-      const hit = text.indexOf(USAGE, from);
-      if (hit < 0) return;
-      const start = hit === 0 ? 0 : text.lastIndexOf("\n", hit - 1) + 1;
-      let end = text.indexOf("\n", hit);
-      if (end < 0) end = text.length;
-      if (end - start <= SSE_LINE_CAP && text.startsWith(DATA, start)) {
-        this.#take(this.#decoder.decode(region.subarray(start + DATA.length, end)).trim());
-      }
-      from = end + 1;
+  /** Parses the `data:` lines mentioning `"usage"` among the whole lines of `bytes[from, to)`. */
+  #scan(bytes: Uint8Array, text: string, from: number, to: number): void {
+    // `usage"` then a look back: a rare first character keeps V8's search fast.
+    for (let at = text.indexOf(USAGE_TAIL, from); at >= 0 && at < to;) {
+      const start = text.lastIndexOf("\n", at) + 1;
+      let end = text.indexOf("\n", at);
+      if (end < 0 || end > to) end = to;
+      if (
+        at > start && text.charCodeAt(at - 1) === QUOTE && end - start <= SSE_LINE_CAP &&
+        text.startsWith(DATA, start)
+      ) {
+        this.#take(this.#decoder.decode(bytes.subarray(start + DATA.length, end)).trim());
+        at = text.indexOf(USAGE_TAIL, end + 1);
+      } else at = text.indexOf(USAGE_TAIL, at + 1);
     }
   }
 
@@ -220,7 +235,8 @@ export class UsageReader {
       }
       this.#parts = [];
     } else {
-      if (!this.#tailOverflow && this.#tail.length) this.#scan(this.#tail);
+      const t = this.#tail;
+      if (!this.#tailOverflow && t.length) this.#scan(t, latin1(t, 0, t.length), 0, t.length);
       this.#tail = EMPTY;
     }
     return { ...this.#usage };

@@ -100,6 +100,20 @@ const CASES: {
     want: u(0, 0),
   },
   {
+    name: "SSE mentioning usage outside data lines",
+    provider: "anthropic",
+    kind: "sse",
+    body: [
+      'event: x_usage"',
+      'data: {"note":"cache_usage\\"","usage":{"input_tokens":2,"output_tokens":3}}',
+      ': "usage":{"input_tokens":99}',
+      'data: {"type":"ping","xusage":{"output_tokens":98}}',
+      "",
+      "",
+    ].join("\n"),
+    want: u(2, 3),
+  },
+  {
     name: "SSE without a final newline",
     provider: "anthropic",
     kind: "sse",

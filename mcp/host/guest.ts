@@ -1,0 +1,302 @@
+/**
+ * Talking to a guest from the host, through the Incus client only: run a command with
+ * recorded output, run a script with its output followed as it is written, wait for an
+ * IPv4 address, wait until systemd has mounted `/run`, stop reliably. Polls use a deadline
+ * and a short fixed step.
+ *
+ * Non-interactive commands use Incus's recorded output (`record-output`) rather than exec
+ * websockets: one POST and one wait, no long-lived sockets, nothing to lose when a busy
+ * incusd is slow to answer an upgrade. Only `isx shell` needs the websockets.
+ *
+ * @module
+ */
+
+import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/mod.ts";
+
+/** The PATH guests' commands get. */
+export const GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Who runs a guest command. */
+export interface GuestUser {
+  uid: number;
+  gid: number;
+  home: string;
+  name: string;
+}
+
+/** root. */
+export const ROOT: GuestUser = { uid: 0, gid: 0, home: "/root", name: "root" };
+
+/** Options of {@link runScript}. */
+export interface ScriptOptions {
+  user?: GuestUser;
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Positional arguments of the script ($1…), passed as argv, never spliced into it. */
+  args?: string[];
+  /** Receives each output line (stdout and stderr interleaved as written). */
+  onLine?: (line: string) => void;
+}
+
+function baseEnv(user: GuestUser): Record<string, string> {
+  return {
+    PATH: GUEST_PATH,
+    HOME: user.home,
+    USER: user.name,
+    LOGNAME: user.name,
+    LANG: "C.UTF-8",
+    DEBIAN_FRONTEND: "noninteractive",
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * Waits for an operation of any length. incusd 6.0 answers a long-poll `wait` that runs out
+ * of time with HTTP 500 "context deadline exceeded", which says nothing about the
+ * operation, so every error is checked against the operation's own state.
+ */
+export async function waitLong(
+  client: IncusClient,
+  op: AsyncReply,
+  opts: { step: string; deadlineMs: number },
+): Promise<Operation> {
+  const id = op.metadata.id;
+  const until = Date.now() + opts.deadlineMs;
+  let cur: Operation = op.metadata;
+  while (cur.status_code < 200) {
+    if (Date.now() > until) {
+      throw new IsbError("operation_timeout", `${opts.step}: still ${cur.status} after ${opts.deadlineMs} ms`);
+    }
+    try {
+      const r = await client.call("GET", `/1.0/operations/${id}/wait`, {
+        query: { timeout: 20 },
+        timeoutMs: 40_000,
+      });
+      if (r.kind === "sync") cur = r.metadata as Operation;
+    } catch {
+      const r = await client.call("GET", `/1.0/operations/${id}`);
+      if (r.kind === "sync") cur = r.metadata as Operation;
+    }
+  }
+  if (cur.status_code !== 200) {
+    throw new IsbError("operation_failed", `${opts.step} failed: ${cur.err || cur.status}`);
+  }
+  return cur;
+}
+
+/** Starts an instance and waits however long incusd takes. */
+export async function startLong(client: IncusClient, name: string, step: string): Promise<void> {
+  const r = await client.call("PUT", `/1.0/instances/${encodeURIComponent(name)}/state`, {
+    body: { action: "start", timeout: 60 },
+  });
+  if (r.kind === "async") await waitLong(client, r, { step, deadlineMs: 300_000 });
+}
+
+/** The outcome of a recorded exec. */
+export interface Recorded {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs argv with recorded output: one POST, one wait, two log reads (then deleted). */
+export async function execRecorded(
+  client: IncusClient,
+  name: string,
+  argv: string[],
+  opts: {
+    step: string;
+    user?: GuestUser;
+    env?: Record<string, string>;
+    cwd?: string;
+    deadlineMs?: number;
+  },
+): Promise<Recorded> {
+  const user = opts.user ?? ROOT;
+  const r = await client.call("POST", `/1.0/instances/${encodeURIComponent(name)}/exec`, {
+    body: {
+      command: argv,
+      environment: { ...baseEnv(user), ...opts.env },
+      user: user.uid,
+      group: user.gid,
+      cwd: opts.cwd ?? user.home,
+      "wait-for-websocket": false,
+      interactive: false,
+      "record-output": true,
+    },
+  });
+  if (r.kind !== "async") {
+    throw new IsbError("protocol", `${opts.step}: exec answered without an operation`);
+  }
+  const op = await waitLong(client, r, { step: opts.step, deadlineMs: opts.deadlineMs ?? 3_600_000 });
+  const meta = (op.metadata ?? {}) as { return?: number; output?: Record<string, string> };
+  const read = async (fd: string) => {
+    const path = meta.output?.[fd];
+    if (!path) return "";
+    const res = await client.raw("GET", path);
+    await client.raw("DELETE", path).catch(() => {});
+    return res.status < 300 ? new TextDecoder().decode(res.body) : "";
+  };
+  const [stdout, stderr] = await Promise.all([read("1"), read("2")]);
+  return { exitCode: meta.return ?? -1, stdout, stderr };
+}
+
+/** Runs argv and captures stdout; a non-zero exit fails with `step` and stderr's end. */
+export async function capture(
+  client: IncusClient,
+  name: string,
+  argv: string[],
+  opts: { step: string; user?: GuestUser; env?: Record<string, string> },
+): Promise<string> {
+  const r = await execRecorded(client, name, argv, { ...opts, deadlineMs: 300_000 });
+  if (r.exitCode !== 0) {
+    const err = r.stderr.trim().split("\n").slice(-3).join(" | ");
+    throw new IsbError("operation_failed", `${opts.step} in "${name}": exit ${r.exitCode}: ${err}`);
+  }
+  return r.stdout;
+}
+
+/**
+ * Runs `bash -euo pipefail -c script` in the guest; resolves its exit code. Its output
+ * goes to a file in the guest that is read while the script runs, so `onLine` sees the
+ * lines as they are written.
+ */
+export async function runScript(
+  client: IncusClient,
+  name: string,
+  script: string,
+  opts: ScriptOptions = {},
+): Promise<number> {
+  const onLine = opts.onLine ?? (() => {});
+  const log = `/var/tmp/isx-out-${crypto.randomUUID().slice(0, 8)}`;
+  const argv = [
+    "sh",
+    "-c",
+    'f="$1"; shift; exec "$@" >"$f" 2>&1 </dev/null',
+    "sh",
+    log,
+    "bash",
+    "-euo",
+    "pipefail",
+    "-c",
+    script,
+    "isx",
+    ...(opts.args ?? []),
+  ];
+  let shown = 0;
+  let partial = "";
+  const follow = async () => {
+    try {
+      const f = await client.pullFile(name, log);
+      if (f.data.length <= shown) return;
+      const text = partial + new TextDecoder().decode(f.data.subarray(shown));
+      shown = f.data.length;
+      const parts = text.split("\n");
+      partial = parts.pop() ?? "";
+      for (const l of parts) onLine(l);
+    } catch { /* not written yet */ }
+  };
+  let done = false;
+  const follower = (async () => {
+    while (!done) {
+      await sleep(700);
+      if (!done) await follow();
+    }
+  })();
+  let r: Recorded;
+  try {
+    r = await execRecorded(client, name, argv, {
+      step: `run a script in ${name}`,
+      ...(opts.user ? { user: opts.user } : {}),
+      ...(opts.env ? { env: opts.env } : {}),
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    });
+  } finally {
+    done = true;
+    await follower;
+  }
+  await follow();
+  if (partial) onLine(partial);
+  await client.deleteFile(name, log, { step: "remove the script log" }).catch(() => {});
+  return r.exitCode;
+}
+
+/** Waits for an IPv4 address on a non-loopback interface; returns it. */
+export async function waitForIpv4(
+  client: IncusClient,
+  name: string,
+  opts: { deadlineMs?: number; stepMs?: number } = {},
+): Promise<string> {
+  const limit = opts.deadlineMs ?? 60_000;
+  const until = Date.now() + limit;
+  for (;;) {
+    const st = await client.getInstanceState(name);
+    for (const [dev, n] of Object.entries(st.network ?? {})) {
+      if (dev === "lo") continue;
+      const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
+      if (a) return a.address;
+    }
+    if (st.status !== "Running") {
+      throw new IsbError("not_ready", `wait for an IPv4 address of "${name}": it is ${st.status}`);
+    }
+    if (Date.now() > until) {
+      throw new IsbError("not_ready", `wait for an IPv4 address of "${name}": none after ${limit} ms`);
+    }
+    await sleep(opts.stepMs ?? 25);
+  }
+}
+
+/** Waits until systemd has mounted /run (files written earlier would be hidden under it). */
+export async function waitForRun(
+  client: IncusClient,
+  name: string,
+  opts: { deadlineMs?: number } = {},
+): Promise<void> {
+  const limit = opts.deadlineMs ?? 30_000;
+  const until = Date.now() + limit;
+  for (;;) {
+    try {
+      await client.pullFile(name, "/run/systemd/system");
+      return;
+    } catch (e) {
+      if (!(e instanceof IsbError) || e.code !== "not_found") throw e;
+    }
+    if (Date.now() > until) {
+      throw new IsbError("not_ready", `wait for systemd in "${name}": /run is not mounted after ${limit} ms`);
+    }
+    await sleep(20);
+  }
+}
+
+/** Stops cleanly (then forcibly), and is satisfied by a Stopped state whatever errors came. */
+export async function stopReliably(
+  client: IncusClient,
+  name: string,
+  opts: { timeoutSecs?: number; force?: boolean } = {},
+): Promise<void> {
+  try {
+    if (opts.force) await client.stopInstance(name, { step: `stop ${name}`, force: true });
+    else await client.stopInstanceOrKill(name, { step: `stop ${name}`, timeoutSecs: opts.timeoutSecs ?? 30 });
+    return;
+  } catch (e) {
+    const until = Date.now() + 30_000;
+    while (Date.now() < until) {
+      try {
+        if ((await client.getInstanceState(name)).status === "Stopped") return;
+      } catch { /* incusd answers 500 while a container is half stopped */ }
+      await sleep(250);
+    }
+    throw e;
+  }
+}
+
+/** Looks up a guest user by name (`getent passwd`). */
+export async function guestUser(client: IncusClient, name: string, user: string): Promise<GuestUser> {
+  const out = await capture(client, name, ["getent", "passwd", user], { step: `look up user ${user}` });
+  const f = out.trim().split(":");
+  if (f.length < 7) throw new IsbError("not_found", `look up user ${user} in "${name}": no such user`);
+  return { name: user, uid: Number(f[2]), gid: Number(f[3]), home: f[5]! };
+}

@@ -1,0 +1,11 @@
+/**
+ * The host side shared by templates and instances: config.yaml's host keys, `isx init`,
+ * instance stamps and small helpers for talking to guests through the Incus client.
+ *
+ * @module
+ */
+
+export * from "./config.ts";
+export * from "./init.ts";
+export * from "./stamps.ts";
+export * from "./guest.ts";

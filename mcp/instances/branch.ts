@@ -1,0 +1,159 @@
+/**
+ * `isx branch <name> --from <template>`: a copy-on-write copy of a built template, started,
+ * with an address. One copy request carries everything (stamps, the first secret's hash,
+ * network devices, resource limits), so the only calls after it are start, the secret's
+ * delivery and the wait for an address, the last two in parallel.
+ *
+ * @module
+ */
+
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { startLong, waitForIpv4 } from "../host/guest.ts";
+import { copyConfig, readStamps, STAMP } from "../host/stamps.ts";
+import type { Definitions } from "../templates/load.ts";
+import { resolveChain } from "../templates/resolve.ts";
+import type { TemplateDef } from "../templates/schema.ts";
+import { type NetworkMode, networkDevices, type ProxyPlace } from "./network.ts";
+import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
+
+/** Resource limits of an instance. */
+export type Limits = NonNullable<TemplateDef["limits"]>;
+
+/** Options of {@link branchInstance}. */
+export interface BranchOptions {
+  /** The new instance's name. */
+  name: string;
+  /** The built template to copy. */
+  template: string;
+  /** Where the proxy is: proxy-only instances reach only it. */
+  proxy: ProxyPlace;
+  /** Default: the template definition's, else full. */
+  network?: NetworkMode;
+  limits?: Limits;
+  /** Extra stamps (prefix-less), e.g. the MCP server's `mcp-*`. */
+  stamps?: Record<string, string>;
+  /** Wait for an IPv4 address (default: yes unless airgap). */
+  waitForAddress?: boolean;
+}
+
+/** What a branch made. */
+export interface BranchResult {
+  name: string;
+  template: string;
+  network: NetworkMode;
+  workdir: string;
+  ip?: string;
+  ms: number;
+}
+
+/** The network mode and limits the current definitions give a template (if defined). */
+export function branchDefaults(
+  defs: Definitions,
+  template: string,
+): { network?: NetworkMode; limits?: Limits } {
+  if (!defs.templates.has(template)) return {};
+  const chain = resolveChain(defs, template);
+  let network: NetworkMode | undefined;
+  let limits: Limits | undefined;
+  for (const l of chain) {
+    network = l.template.def.network ?? network;
+    if (l.template.def.limits) limits = { ...limits, ...l.template.def.limits };
+  }
+  return { ...(network ? { network } : {}), ...(limits ? { limits } : {}) };
+}
+
+/** Incus `limits.*` keys for limits. */
+export function limitsConfig(limits: Limits | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (limits?.cpu !== undefined) out["limits.cpu"] = String(limits.cpu);
+  if (limits?.memory !== undefined) out["limits.memory"] = limits.memory;
+  if (limits?.processes !== undefined) out["limits.processes"] = String(limits.processes);
+  return out;
+}
+
+/** Copies a built template into a new running instance. */
+export async function branchInstance(client: IncusClient, opts: BranchOptions): Promise<BranchResult> {
+  const started = Date.now();
+  let tpl;
+  try {
+    tpl = (await client.getInstance(opts.template)).value;
+  } catch (e) {
+    if (isNotFound(e)) {
+      throw new IsbError(
+        "not_found",
+        `branch "${opts.name}" from "${opts.template}": the template is not built: run isx build ${opts.template}`,
+      );
+    }
+    throw e;
+  }
+  const ts = readStamps(tpl.config);
+  if (ts[STAMP.type] !== "base") {
+    throw new IsbError(
+      "invalid",
+      `branch "${opts.name}" from "${opts.template}": it is not a template built by isx build`,
+    );
+  }
+  const network = opts.network ?? "full";
+  const workdir = ts[STAMP.workdir] || "/home/agentuser";
+  const secret = InstanceSecret.generate();
+  const stamps: Record<string, string> = {
+    [STAMP.type]: "instance",
+    [STAMP.profile]: opts.template,
+    [STAMP.parent]: opts.template,
+    [STAMP.workdir]: workdir,
+    [STAMP.network]: network,
+    [STAMP.trusted]: ts[STAMP.trusted] ?? "true",
+    [STAMP.buildId]: ts[STAMP.buildId] ?? "",
+    ...opts.stamps,
+  };
+  const devices = await networkDevices(client, network, opts.proxy);
+  try {
+    await client.createInstance({
+      name: opts.name,
+      source: { type: "copy", source: opts.template, instance_only: true },
+      config: { ...copyConfig(tpl.config, stamps), ...secretStamp(secret), ...limitsConfig(opts.limits) },
+      devices,
+      description: `isx instance of ${opts.template}`,
+    }, { step: `copy ${opts.template} to ${opts.name}` });
+  } catch (e) {
+    if (e instanceof IsbError && e.code === "already_exists") {
+      throw new IsbError("already_exists", `branch "${opts.name}": an instance of that name exists`);
+    }
+    throw e;
+  }
+  const wantIp = opts.waitForAddress ?? network !== "airgap";
+  let ip: string | undefined;
+  try {
+    await startLong(client, opts.name, `start ${opts.name}`);
+    [, ip] = await Promise.all([
+      deliverSecret(client, opts.name, secret),
+      wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),
+    ]);
+  } catch (e) {
+    // a branch that cannot start is useless: remove it rather than leave a half-made one
+    await client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }).catch(() => {});
+    await client.deleteInstance(opts.name, { step: `delete ${opts.name}` }).catch(() => {});
+    throw explainStart(e, network);
+  }
+  return {
+    name: opts.name,
+    template: opts.template,
+    network,
+    workdir,
+    ...(ip ? { ip } : {}),
+    ms: Date.now() - started,
+  };
+}
+
+function explainStart(e: unknown, network: NetworkMode): unknown {
+  if (network === "proxy-only" && e instanceof Error && /ct state/.test(e.message)) {
+    return new IsbError(
+      "operation_failed",
+      "start a proxy-only instance: Incus could not apply its network ACL: this kernel has no " +
+        "bridge connection tracking (CONFIG_NF_CONNTRACK_BRIDGE), which Incus bridge ACLs need: " +
+        "use network full or airgap on this host",
+      { cause: e },
+    );
+  }
+  return e;
+}

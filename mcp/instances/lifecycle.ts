@@ -1,0 +1,91 @@
+/**
+ * Starting, stopping and destroying isx instances. A start through isx always stamps a
+ * fresh instance secret's hash first and delivers the secret once the guest is up, so the
+ * proxy never accepts the secret of an earlier boot. Only instances isx made (stamped) are
+ * stopped or destroyed unless the caller forces it.
+ *
+ * @module
+ */
+
+import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { startLong, stopReliably, waitForIpv4 } from "../host/guest.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
+import { deliverSecret, restampSecret } from "./secret.ts";
+
+async function getOwned(client: IncusClient, name: string, force: boolean): Promise<Instance> {
+  let inst: Instance;
+  try {
+    inst = (await client.getInstance(name)).value;
+  } catch (e) {
+    if (isNotFound(e)) throw new IsbError("not_found", `find instance "${name}": no such instance`);
+    throw e;
+  }
+  if (!force && readStamps(inst.config)[STAMP.type] === undefined) {
+    throw new IsbError(
+      "forbidden",
+      `instance "${name}" was not made by isx: refusing to touch it (use --force to override)`,
+    );
+  }
+  return inst;
+}
+
+/** Options of {@link startIsxInstance}. */
+export interface StartOptions {
+  /** Act on instances isx did not make. */
+  force?: boolean;
+  /** Wait for an IPv4 address (default: yes unless the instance is airgapped). */
+  waitForAddress?: boolean;
+}
+
+/** Starts an instance with a fresh secret; returns its address when waited for. */
+export async function startIsxInstance(
+  client: IncusClient,
+  name: string,
+  opts: StartOptions = {},
+): Promise<{ ip?: string; alreadyRunning: boolean }> {
+  const inst = await getOwned(client, name, opts.force ?? false);
+  const stamps = readStamps(inst.config);
+  const wantIp = opts.waitForAddress ?? stamps[STAMP.network] !== "airgap";
+  if (inst.status === "Running") {
+    const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+    return { ...(ip ? { ip } : {}), alreadyRunning: true };
+  }
+  if (stamps[STAMP.type] === "base") {
+    throw new IsbError(
+      "invalid",
+      `start "${name}": it is a template; templates stay stopped (isx branch <name> --from ${name})`,
+    );
+  }
+  const secret = await restampSecret(client, name);
+  await startLong(client, name, `start ${name}`);
+  const [, ip] = await Promise.all([
+    deliverSecret(client, name, secret),
+    wantIp ? waitForIpv4(client, name) : Promise.resolve(undefined),
+  ]);
+  return { ...(ip ? { ip } : {}), alreadyRunning: false };
+}
+
+/** Stops an instance cleanly (then forcibly after `timeoutSecs`). */
+export async function stopIsxInstance(
+  client: IncusClient,
+  name: string,
+  opts: { force?: boolean; timeoutSecs?: number } = {},
+): Promise<boolean> {
+  const inst = await getOwned(client, name, opts.force ?? false);
+  if (inst.status === "Stopped") return false;
+  await stopReliably(client, name, { timeoutSecs: opts.timeoutSecs ?? 15 });
+  return true;
+}
+
+/** Destroys an instance (stopping it first). */
+export async function destroyIsxInstance(
+  client: IncusClient,
+  name: string,
+  opts: { force?: boolean } = {},
+): Promise<void> {
+  const inst = await getOwned(client, name, opts.force ?? false);
+  if (inst.status !== "Stopped") {
+    await client.stopInstance(name, { step: `stop ${name}`, force: true });
+  }
+  await client.deleteInstance(name, { step: `delete ${name}` });
+}

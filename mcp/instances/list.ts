@@ -1,0 +1,102 @@
+/**
+ * `isx list`: every instance isx made (templates, builds in progress or failed, and
+ * instances), from one `recursion=2` listing that carries state and addresses. Records
+ * end with `mcp_state` (`held`, `orphaned`, `kept`, else null) and `mcp_purpose`
+ * (shared/spec/isx-mcp.md §4.7); the table gains an MCP column only when some instance has
+ * MCP stamps. Control characters in stamps are flattened for people.
+ *
+ * @module
+ */
+
+import type { IncusClient, Instance, InstanceState } from "../../rpc/mod.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
+
+/** One row of `isx list`. */
+export interface ListRecord {
+  name: string;
+  /** template, build or instance. */
+  kind: "template" | "build" | "instance";
+  status: string;
+  /** The template it is (templates) or was copied from (instances). */
+  template: string | null;
+  ip: string | null;
+  network: string | null;
+  created: string;
+  mcp_state: "held" | "orphaned" | "kept" | null;
+  mcp_purpose: string | null;
+}
+
+const KIND: Record<string, ListRecord["kind"]> = { base: "template", build: "build", instance: "instance" };
+
+function ipOf(state: InstanceState | undefined): string | null {
+  for (const [dev, n] of Object.entries(state?.network ?? {})) {
+    if (dev === "lo") continue;
+    const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
+    if (a) return a.address;
+  }
+  return null;
+}
+
+/** The MCP state of an instance from its stamps. */
+export function mcpState(s: Record<string, string>): ListRecord["mcp_state"] {
+  if (s["mcp-kept"]) return "kept";
+  const orphaned = s["mcp-orphaned"];
+  const session = s["mcp-session"];
+  if (orphaned && session && orphaned.split(" ")[1] === session) return "orphaned";
+  if (session) return "held";
+  return null;
+}
+
+/** The record of one instance, or undefined if isx did not make it (pure). */
+export function toRecord(inst: Instance & { state?: InstanceState }): ListRecord | undefined {
+  const s = readStamps(inst.config);
+  const kind = KIND[s[STAMP.type] ?? ""];
+  if (!kind) return undefined;
+  return {
+    name: inst.name,
+    kind,
+    status: inst.status,
+    template: s[STAMP.profile] || null,
+    ip: ipOf(inst.state),
+    network: s[STAMP.network] || null,
+    created: inst.created_at,
+    mcp_state: mcpState(s),
+    mcp_purpose: s["mcp-purpose"] || null,
+  };
+}
+
+/** Lists isx's instances, templates first, then by name. */
+export async function listIsxInstances(client: IncusClient): Promise<ListRecord[]> {
+  const r = await client.call("GET", "/1.0/instances", { query: { recursion: 2 } });
+  const all = (r.kind === "sync" ? r.metadata : []) as (Instance & { state?: InstanceState })[];
+  const order = { template: 0, build: 1, instance: 2 };
+  return all.flatMap((i) => toRecord(i) ?? [])
+    .sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
+}
+
+function flat(s: string): string {
+  // deno-lint-ignore no-control-regex
+  return s.replace(/[\x00-\x1f\x7f]+/g, " ");
+}
+
+/** The table people see. */
+export function formatTable(rows: readonly ListRecord[]): string {
+  const mcp = rows.some((r) => r.mcp_state !== null);
+  const head = ["NAME", "KIND", "STATUS", "TEMPLATE", "IPV4", "NETWORK", ...(mcp ? ["MCP"] : [])];
+  const body = rows.map((r) => [
+    flat(r.name),
+    r.kind,
+    r.status,
+    flat(r.template ?? "-"),
+    r.ip ?? "-",
+    r.network ?? "-",
+    ...(mcp
+      ? [r.mcp_state === null ? "-" : flat(
+        r.mcp_state === "orphaned" ? "orphaned" : `${r.mcp_state}${r.mcp_purpose ? ": " + r.mcp_purpose : ""}`,
+      )]
+      : []),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  return [head, ...body].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd())
+    .join("\n");
+}

@@ -1,0 +1,14 @@
+/**
+ * Instances: copy-on-write branches of built templates, their network modes, the
+ * per-start instance secret, start/stop/destroy, the `isx list` records and the
+ * `isx shell` exec. Everything goes through the Incus client of `rpc/mod.ts`.
+ *
+ * @module
+ */
+
+export * from "./branch.ts";
+export * from "./lifecycle.ts";
+export * from "./list.ts";
+export * from "./network.ts";
+export * from "./secret.ts";
+export * from "./shell.ts";

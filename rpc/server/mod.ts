@@ -1,0 +1,200 @@
+/**
+ * `isb rpc`: the SDK protocol as line-delimited JSON over a pair of byte streams
+ * (shared/spec/isb-rpc.md §2). A session looks like this (`<-` server, `->` client):
+ *
+ * ```
+ * <- {"isb":"0.1.0","protocol":1}
+ * -> {"id":2,"method":"sandbox.exec","params":{"name":"web","argv":["cat"],"stdin":"piped","stream":true}}
+ * -> {"id":3,"method":"exec.write","params":{"exec":2,"data":"aGkK"}}
+ * <- {"id":3,"result":null}
+ * -> {"id":4,"method":"exec.close_stdin","params":{"exec":2}}
+ * <- {"id":4,"result":null}
+ * <- {"id":2,"event":"stdout","data":"aGkK"}
+ * <- {"id":2,"result":{"exit_code":0}}
+ * ```
+ *
+ * This module is only the skin: it writes the hello line before reading anything, splits
+ * the input into lines, answers lines that are not requests with `bad_request`, looks the
+ * method up in {@link METHODS} (the handler tables of `methods/*.ts`, merged), and writes
+ * each request's events and its one final reply. Every request runs concurrently, except
+ * `exec.*`, which runs inline on the reader in arrival order so a control call never queues
+ * behind the exec it controls; a `sandbox.exec` is registered as pending the moment its
+ * line is read. Every output line is one complete JSON object written with a single write
+ * through one writer, so lines never interleave. On input EOF the server stops reading,
+ * waits for the requests in flight, closes the output and resolves.
+ *
+ * @module
+ */
+
+import { IsbError } from "../errors.ts";
+import { encodeLine, lines } from "../jsonl.ts";
+import { log } from "../log.ts";
+import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec_registry.ts";
+import type { Engine } from "../sandbox/mod.ts";
+import { PROTOCOL, VERSION } from "../version.ts";
+import { type CallContext, type EventName, type Handler, toWire } from "./dispatch.ts";
+import { composeMethods } from "./methods/compose.ts";
+import { execMethods } from "./methods/exec.ts";
+import { generalMethods } from "./methods/general.ts";
+import { sandboxMethods } from "./methods/sandbox.ts";
+import { volumeMethods } from "./methods/volume.ts";
+
+export type { CallContext, EventName, Handler } from "./dispatch.ts";
+
+/** Every method of the protocol (the 29 of §17.6): the group tables merged. */
+export const METHODS: Readonly<Record<string, Handler<Engine>>> = Object.freeze({
+  ...generalMethods,
+  ...sandboxMethods,
+  ...execMethods,
+  ...volumeMethods,
+  ...composeMethods,
+});
+
+/** The hello line's object, which `version` answers too. */
+export function hello(): { isb: string; protocol: number } {
+  return { isb: VERSION, protocol: PROTOCOL };
+}
+
+/** What {@link serveRpc} needs: its streams, the engine, and optionally other methods. */
+export interface ServeRpcOptions<Engine> {
+  /** Request lines (the process's stdin). */
+  input: ReadableStream<Uint8Array>;
+  /** Reply and event lines (the process's stdout). Closed when the server ends. */
+  output: WritableStream<Uint8Array>;
+  /** The sandbox engine every handler gets. */
+  engine: Engine;
+  /** The method table; {@link METHODS} when absent (tests pass their own). */
+  methods?: Readonly<Record<string, Handler<Engine>>>;
+}
+
+/** Serves requests from `input` until it ends and every request is answered. */
+export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<void> {
+  const out = new LineWriter(opts.output);
+  const methods = opts.methods ?? (METHODS as Record<string, Handler<Engine>>);
+  const execs = new ExecRegistry();
+  const inflight = new Set<Promise<void>>();
+  await out.send(hello()); // the first line, before any input is read
+  try {
+    for await (const line of lines(opts.input)) {
+      if (line.trim() === "") continue;
+      const req = parseRequest(line);
+      if (req instanceof IsbError) {
+        void out.send({ id: null, error: toWire(req) });
+        continue;
+      }
+      const handler = Object.hasOwn(methods, req.method) ? methods[req.method] : undefined;
+      const key = execKey(req.id);
+      const ctx: CallContext<Engine> = {
+        id: req.id,
+        key,
+        emit: (event: EventName, data: unknown) => out.send({ id: req.id, event, data }),
+        engine: opts.engine,
+        execs,
+      };
+      if (req.method.startsWith("exec.")) {
+        await answer(out, ctx, handler, req); // inline, in arrival order
+        continue;
+      }
+      const slot = req.method === "sandbox.exec" ? execs.register(key) : undefined;
+      const done = answer(out, ctx, handler, req, slot).finally(() => inflight.delete(done));
+      inflight.add(done);
+    }
+  } catch (e) {
+    log.warn("rpc: reading requests failed; finishing", { error: String(e) });
+  }
+  while (inflight.size > 0) await Promise.all(inflight);
+  await out.close();
+}
+
+interface Request {
+  id: unknown;
+  method: string;
+  params: unknown;
+}
+
+/** Decodes one line as a request, or returns the `bad_request` error. */
+export function parseRequest(line: string): Request | IsbError {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (e) {
+    return badRequest(e instanceof Error ? e.message : String(e));
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return badRequest(`invalid type: expected an object, got ${jsonType(value)}`);
+  }
+  const r = value as Record<string, unknown>;
+  if (!("method" in r)) return badRequest("missing field `method`");
+  if (typeof r.method !== "string") {
+    return badRequest(`invalid type for \`method\`: expected a string, got ${jsonType(r.method)}`);
+  }
+  return { id: r.id ?? null, method: r.method, params: r.params ?? null };
+}
+
+function badRequest(detail: string): IsbError {
+  return new IsbError("bad_request", `not a request: ${detail}`);
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+/** Runs one request and writes its final reply (events were written by the handler). */
+async function answer<Engine>(
+  out: LineWriter,
+  ctx: CallContext<Engine>,
+  handler: Handler<Engine> | undefined,
+  req: Request,
+  slot?: ExecSlot,
+): Promise<void> {
+  let reply: Record<string, unknown>;
+  try {
+    if (!handler) {
+      throw new IsbError("protocol", `protocol: unknown method ${JSON.stringify(req.method)}`);
+    }
+    const result = await handler(req.params, ctx);
+    reply = { id: req.id, result: result ?? null };
+  } catch (e) {
+    reply = { id: req.id, error: toWire(e) };
+  } finally {
+    slot?.finish(); // a failed or finished exec takes no more control calls
+  }
+  await out.send(reply);
+}
+
+/** One writer for the whole output: each line is one write of one complete JSON object. */
+class LineWriter {
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #encoder = new TextEncoder();
+  #broken = false;
+
+  constructor(output: WritableStream<Uint8Array>) {
+    this.#writer = output.getWriter();
+  }
+
+  /** Queues one line; settles when it is written (or dropped because the output broke). */
+  send(value: unknown): Promise<void> {
+    if (this.#broken) return Promise.resolve();
+    let text: string;
+    try {
+      text = encodeLine(value);
+    } catch (e) {
+      const id = (value as { id?: unknown }).id ?? null;
+      const error = toWire(new IsbError("json", `encode reply: ${(e as Error).message}`));
+      text = encodeLine({ id, error });
+    }
+    return this.#writer.write(this.#encoder.encode(text)).catch((e) => {
+      if (!this.#broken) log.warn("rpc: output closed; dropping lines", { error: String(e) });
+      this.#broken = true;
+    });
+  }
+
+  /** Closes the output once every queued line is written. */
+  async close(): Promise<void> {
+    try {
+      await this.#writer.close();
+    } catch { /* already broken */ }
+  }
+}
