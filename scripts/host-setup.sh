@@ -94,7 +94,9 @@ grep -q '^root:' /etc/subgid || echo 'root:1000000:1000000000' >> /etc/subgid
 #    process_api) start lxcfs and incusd by hand, detached with setsid so they outlive the
 #    calling shell / CI step.
 # ---------------------------------------------------------------------------------------------
-incus_alive() { [ -S "$SOCK" ] && curl -sf --max-time 3 --unix-socket "$SOCK" http://incus/1.0 >/dev/null 2>&1; }
+# A busy daemon can take many seconds to answer; a running incusd is waited for, never doubled.
+incus_alive() { [ -S "$SOCK" ] && curl -sf --max-time "${1:-10}" --unix-socket "$SOCK" http://incus/1.0 >/dev/null 2>&1; }
+incusd_running() { pgrep -x incusd >/dev/null 2>&1; }
 
 if [ "$(cat /proc/1/comm)" = systemd ]; then
   if ! incus_alive; then
@@ -110,6 +112,10 @@ else
     for _ in $(seq 50); do mountpoint -q /var/lib/lxcfs && break; sleep 0.1; done
     mountpoint -q /var/lib/lxcfs || log "WARNING: lxcfs did not mount (containers still work, without /proc virtualisation)"
   fi
+  if ! incus_alive && incusd_running; then
+    log "incusd is running but slow to answer; waiting for it"
+    incus_alive 120 || die "incusd (pid $(pgrep -x incusd | tr '\n' ' ')) does not answer on $SOCK"
+  fi
   if ! incus_alive; then
     log "starting incusd"
     # Same as /usr/libexec/incus/startup (ExecStart of incus.service).  The unit also sets
@@ -121,7 +127,7 @@ else
     "$INCUSD" waitready --timeout=60 || { tail -20 /var/log/incus/incus.log >&2; die "incusd did not become ready"; }
   fi
 fi
-incus_alive || die "incus API not reachable on $SOCK"
+incus_alive 60 || die "incus API not reachable on $SOCK"
 log "incusd is up: $(incus version | tr '\n' ' ')"
 
 # ---------------------------------------------------------------------------------------------
