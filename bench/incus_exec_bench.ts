@@ -5,7 +5,8 @@
  *
  * - ours: `client.execCapture(name, ["true"])` through rpc/incus;
  * - raw:  the minimal REST sequence on the socket (POST exec with wait-for-websocket, open the
- *         four websockets, wait for the operation), written inline: the limit;
+ *         four websockets, stdin EOF, wait for the operation), written inline with `fetch` and
+ *         the bare websocket client (no sessions, streams or envelope decoding): the limit;
  * - cli:  `incus exec NAME -- true`.
  *
  * Run: `deno run -A bench/incus_exec_bench.ts [--iterations 200] [--image debian-base]`.
@@ -14,10 +15,8 @@
  * @module
  */
 
-// @ts-types="@types/ws"
-import WebSocket from "ws";
 import { parseArgs } from "node:util";
-import { createIncusClient } from "../rpc/mod.ts";
+import { createIncusClient, WsClient } from "../rpc/mod.ts";
 
 const { values } = parseArgs({
   options: {
@@ -38,12 +37,10 @@ async function ours(): Promise<void> {
   if (r.exitCode !== 0) throw new TypeError(`ours: exit ${r.exitCode}`);
 }
 
-function openWs(path: string): Promise<WebSocket> {
-  const ws = new WebSocket(`ws+unix://${SOCKET}:${path}`);
-  return new Promise((ok, fail) => {
-    ws.once("open", () => ok(ws));
-    ws.once("error", fail);
-  });
+async function openWs(path: string): Promise<WsClient> {
+  const ws = new WsClient();
+  await ws.connect({ socket: SOCKET }, path);
+  return ws;
 }
 
 async function raw(): Promise<void> {
@@ -65,12 +62,12 @@ async function raw(): Promise<void> {
       openWs(`/1.0/operations/${id}/websocket?secret=${fds[k]}`)
     ),
   );
-  sockets[1]!.send("", { binary: false }); // stdin EOF
+  await sockets[1]!.send("", false); // stdin EOF
   const wait = await fetch(`http://incus/1.0/operations/${id}/wait?timeout=30`, { client: http });
   const done = await wait.json();
   if (done.metadata.metadata.return !== 0) throw new TypeError("raw: non-zero exit");
   await Promise.all(
-    sockets.map((s) => s.readyState === 3 ? 0 : new Promise((ok) => s.once("close", ok))),
+    sockets.map((s) => s.readyState === 3 ? 0 : new Promise((ok) => s.on("close", ok))),
   );
 }
 

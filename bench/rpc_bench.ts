@@ -80,14 +80,18 @@ async function execLatency(rpc: RpcClient, incus: IncusClient, name: string) {
   console.log(`\n# exec of \`true\` (${EXECS} sequential runs, best median of ${ROUNDS} rounds)`);
   const best = { rpc: Infinity, raw: Infinity, cli: Infinity, rec: Infinity };
   for (let round = 0; round < ROUNDS; round++) {
-    const raw = stats(await timeEach(EXECS, async () => {
-      const r = await incus.execCapture(name, ["true"]);
-      if (r.exitCode !== 0) throw new Error("exit " + r.exitCode);
-    })).median;
-    const viaRpc = stats(await timeEach(EXECS, async () => {
-      const r = await rpc.call("sandbox.exec", { name, argv: ["true"] });
-      if (r.error) throw new Error(JSON.stringify(r.error));
-    })).median;
+    const raw = stats(
+      await timeEach(EXECS, async () => {
+        const r = await incus.execCapture(name, ["true"]);
+        if (r.exitCode !== 0) throw new Error("exit " + r.exitCode);
+      }),
+    ).median;
+    const viaRpc = stats(
+      await timeEach(EXECS, async () => {
+        const r = await rpc.call("sandbox.exec", { name, argv: ["true"] });
+        if (r.error) throw new Error(JSON.stringify(r.error));
+      }),
+    ).median;
     const cli = stats(await timeEach(Math.min(EXECS, 15), () => incusCli(name))).median;
     const rec = stats(await timeEach(EXECS, () => recordOutputExec(incus, name))).median;
     best.raw = Math.min(best.raw, raw);
@@ -141,11 +145,19 @@ async function throughput(rpc: RpcClient, incus: IncusClient, name: string, n = 
 }
 
 async function removeInstance(incus: IncusClient, name: string): Promise<void> {
+  let absent = 0;
+  let seen = false;
   for (let i = 0; i < 60; i++) {
     try {
       await incus.getInstance(name);
+      seen = true;
     } catch (e) {
-      if (isNotFound(e)) return;
+      // A create that timed out on our side may still land: look a few times before leaving.
+      if (isNotFound(e) && (seen || ++absent >= 5)) return;
+      if (isNotFound(e)) {
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
     }
     await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
     await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});

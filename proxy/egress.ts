@@ -18,7 +18,7 @@ import type { Caller } from "./clients.ts";
 import { matchDomain } from "./policy.ts";
 import type { HeaderOp } from "./rewrite.ts";
 import { Secret } from "./secret.ts";
-import type { EgressLookup } from "./server.ts";
+import type { EgressLookup } from "./admit.ts";
 
 /** One sandbox's secrets as the proxy holds them. */
 export interface EgressEntry {

@@ -5,7 +5,7 @@
  * sandbox) for a leaf naming every allowed host. The sandbox's DNS sends allowed names to
  * the bridge address and its ACL lets it reach nothing else, so this is its only way out.
  *
- * Requests are served by the same intercepting handler as isx instances, with a policy that
+ * Requests are served by the same relay as isx instances (proxy/intercept.ts), with a policy that
  * injects no isx credential: only the sandbox's own placeholders are replaced, and only on
  * the hosts its secrets name; other allowed hosts are relayed as they are; any other Host is
  * refused (421). Counting works as for any caller. Listeners follow the files: a new,
@@ -21,7 +21,7 @@ import type { ActivityCounter } from "./counter.ts";
 import { emptyCredentials } from "./credentials.ts";
 import { type EgressEntry, egressLookup, hostPattern } from "./egress.ts";
 import { matchDomain, Policy } from "./policy.ts";
-import { interceptHandler } from "./server.ts";
+import { type InterceptServer, serveIntercept } from "./intercept.ts";
 
 /** What Incus says about an egress bridge. */
 export interface BridgeInfo {
@@ -73,8 +73,7 @@ export interface EgressServeDeps {
 interface Running {
   key: string;
   entry: EgressEntry;
-  servers: Deno.HttpServer<Deno.NetAddr>[];
-  abort: AbortController;
+  server: InterceptServer | undefined;
 }
 
 /** The egress bridges' TLS servers, kept in step with the secrets files. */
@@ -90,7 +89,7 @@ export class EgressListeners {
 
   /** Bound addresses per bridge (for tests and logs). */
   addrs(bridge: string): Deno.NetAddr[] {
-    return this.#running.get(bridge)?.servers.map((s) => s.addr) ?? [];
+    return this.#running.get(bridge)?.server?.addrs ?? [];
   }
 
   /** Starts, restarts or stops servers so they match `entries` (calls are serialised). */
@@ -135,33 +134,30 @@ export class EgressListeners {
       ...new Set([...info.allowed.map((a) => a.host), ...entry.secrets.flatMap((s) => s.hosts)]),
     ];
     const leaf = await ca.issueLeaf(hosts);
-    const running: Running = { key, entry, servers: [], abort: new AbortController() };
+    const running: Running = { key, entry, server: undefined };
     const allowed = (caller: Caller, host: string) =>
       caller.name === running.entry.instance && hosts.some((p) => matchDomain(p, host));
     const secrets = egressLookup(() => [running.entry]);
-    const handler = interceptHandler({
-      policy: new Policy(emptyCredentials(), { hosts: { anthropic: [], openai: [], github: [] } }),
-      clients: this.#deps.clients,
-      counter: this.#deps.counter,
-      overrides: this.#deps.overrides ?? new Map(),
-      egress: { covers: allowed, ops: secrets.ops, secrets: secrets.secrets },
-    });
     const ports = [...new Set([...info.allowed.map((a) => a.port), 443])];
-    try {
-      for (const port of ports) {
-        running.servers.push(Deno.serve({
-          hostname: this.#deps.bindHost ?? info.address,
-          port: this.#deps.bindPort?.(port) ?? port,
-          cert: leaf.certPem,
-          key: leaf.keyPem,
-          signal: running.abort.signal,
-          onListen() {},
-        }, handler));
-      }
-    } catch (e) {
-      await this.#stop(entry.bridge, running);
-      throw e;
-    }
+    running.server = await serveIntercept(
+      ports.map((port) => ({
+        hostname: this.#deps.bindHost ?? info.address,
+        port: this.#deps.bindPort?.(port) ?? port,
+      })),
+      {
+        leaf,
+        deps: {
+          policy: new Policy(emptyCredentials(), {
+            hosts: { anthropic: [], openai: [], github: [] },
+          }),
+          clients: this.#deps.clients,
+          counter: this.#deps.counter,
+          overrides: this.#deps.overrides ?? new Map(),
+          egress: { covers: allowed, ops: secrets.ops, secrets: secrets.secrets },
+          handoff: new Map(),
+        },
+      },
+    );
     this.#running.set(entry.bridge, running);
     log.info("proxy: serving egress bridge", {
       bridge: entry.bridge,
@@ -171,8 +167,7 @@ export class EgressListeners {
   }
 
   async #stop(bridge: string, r: Running): Promise<void> {
-    r.abort.abort();
-    await Promise.all(r.servers.map((s) => s.finished));
+    await r.server?.close();
     this.#running.delete(bridge);
   }
 

@@ -14,7 +14,7 @@
  */
 
 import { log } from "../rpc/mod.ts";
-import { callerOf, type EgressLookup } from "./server.ts";
+import { callerOf, type EgressLookup } from "./admit.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
 import { normalizeAddress } from "./clients.ts";
 import type { ActivityCounter } from "./counter.ts";

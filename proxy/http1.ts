@@ -17,11 +17,13 @@ import { Buffer } from "node:buffer";
 
 /** A request head. */
 export interface RequestHead {
+  /** The method, as sent. */
   method: string;
   /** The request target as sent (origin-form `/path?query` for the fast path). */
   target: string;
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
   minor: number;
+  /** The header fields (names lower-cased, repeated ones combined). */
   headers: Headers;
 }
 
@@ -29,8 +31,11 @@ export interface RequestHead {
 export interface ResponseHead {
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
   minor: number;
+  /** The status code. */
   status: number;
+  /** The reason phrase (may be empty). */
   reason: string;
+  /** The header fields (names lower-cased, repeated ones combined). */
   headers: Headers;
 }
 
@@ -45,6 +50,7 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([^\s]+) HTTP\/1\.([01])$/;
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([^\r\n]*))?$/;
 const BAD_VALUE = /[\0\r\n]/;
+const enc = new TextEncoder();
 
 /** The head text of `buf[start, end)` up to and including its blank line, or `undefined`. */
 export function headText(buf: Uint8Array, start: number, end: number): string | undefined {
@@ -172,4 +178,24 @@ export function responseHeadBytes(status: number, reason: string, headers: Heade
   let text = `HTTP/1.1 ${status} ${reason}\r\n`;
   for (const [k, v] of headers) text += `${k}: ${v}\r\n`;
   return Buffer.from(text + "\r\n", "latin1");
+}
+
+const REASONS: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  403: "Forbidden",
+  421: "Misdirected Request",
+  431: "Request Header Fields Too Large",
+  502: "Bad Gateway",
+};
+
+/** A short plain-text answer from the proxy itself, closing the connection. */
+export function answerBytes(status: number, message: string): Uint8Array {
+  const body = enc.encode(`isx-proxy: ${message}\n`);
+  const head = `HTTP/1.1 ${status} ${REASONS[status] ?? "Error"}\r\n` +
+    `content-type: text/plain; charset=utf-8\r\nx-isx-proxy: 1\r\n` +
+    `content-length: ${body.length}\r\nconnection: close\r\n\r\n`;
+  const out = new Uint8Array(head.length + body.length);
+  out.set(enc.encode(head));
+  out.set(body, head.length);
+  return out;
 }

@@ -11,10 +11,14 @@
  * callers only.
  *
  * Layering: pure decisions in `policy.ts`, `rewrite.ts`, `counter.ts`, `usage.ts`,
- * `activity.ts`; I/O in `server.ts` (intercepting handler), `forward.ts`, `health.ts`,
- * `dns.ts`, `clients.ts` (address → instance through the Incus client), `ca.ts` (the
- * only TLS-library code), `credentials.ts` (the 0600 file), `egress.ts` (isb egress
- * secrets) and `host.ts` (assembling all of it from the user's files for `isx proxy`).
+ * `activity.ts`, `http1.ts` and `chunked.ts` (HTTP/1.1 heads and framing), `scrub.ts`
+ * (in-place masking); I/O in `relay.ts` (the intercepting HTTP/1.1 relay, the hot path)
+ * with `relay_body.ts`, `conn_reader.ts` and `upstream_pool.ts`, `intercept.ts` (its TLS
+ * listeners), `admit.ts` (the decision per request), `server.ts` (the `Deno.serve` handler
+ * for upgrades and HTTP/1.0), `forward.ts`, `health.ts`, `dns.ts`, `clients.ts` (address →
+ * instance through the Incus client), `ca.ts` (the only TLS-library code),
+ * `credentials.ts` (the 0600 file), `egress.ts` (isb egress secrets) and `host.ts`
+ * (assembling all of it from the user's files for `isx proxy`).
  *
  * @module
  */
@@ -33,7 +37,7 @@ export {
 } from "./credentials.ts";
 export { Secret } from "./secret.ts";
 export type { HeaderOp } from "./rewrite.ts";
-export type { EgressLookup } from "./server.ts";
+export type { EgressLookup } from "./admit.ts";
 export type { CallEnd, CallerRef, ModelCall, TrafficCall } from "./counter.ts";
 export type { Usage } from "./usage.ts";
 export {

@@ -24,22 +24,29 @@ import type { Caller } from "./clients.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { pipeConns } from "./forward.ts";
 import {
+  answerBytes,
   connectionTokens,
   type Framing,
   parseRequestHead,
-  parseResponseHead,
   requestFraming,
   type RequestHead,
   requestHeadBytes,
   responseFraming,
-  type ResponseHead,
   responseHeadBytes,
 } from "./http1.ts";
-import { BodyWriter, pumpRequest, pumpResponse, writeAll } from "./relay_body.ts";
+import {
+  BodyWriter,
+  pumpRequest,
+  pumpResponse,
+  readFinalHead,
+  UNANSWERED,
+  writeAll,
+} from "./relay_body.ts";
 import { responseHeaders, scrubText } from "./rewrite.ts";
 import { Scrubber } from "./scrub.ts";
-import { type Admission, admit, callerOf, type InterceptDeps } from "./server.ts";
-import { type Lease, UpstreamPool } from "./upstream_pool.ts";
+import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
+import type { ModelCall, TrafficCall } from "./counter.ts";
+import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
 
 /** How long a guest connection may wait between requests. */
@@ -49,16 +56,6 @@ const LINGER_MS = 1_000;
 
 /** Methods a request may be sent again for (RFC 9110 §9.2.2), when it has no body. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]);
-const UNANSWERED = "closed before answering";
-
-const enc = new TextEncoder();
-const REASONS: Readonly<Record<number, string>> = {
-  400: "Bad Request",
-  403: "Forbidden",
-  421: "Misdirected Request",
-  431: "Request Header Fields Too Large",
-  502: "Bad Gateway",
-};
 
 /** What the relay needs beyond the handler's dependencies. */
 export interface RelayDeps extends InterceptDeps {
@@ -70,25 +67,21 @@ export interface RelayDeps extends InterceptDeps {
   upstreamCaCerts?: string[];
 }
 
-/** A running relay. */
-export interface RelayServer {
-  /** The bound address. */
-  readonly addr: Deno.NetAddr;
-  /** Settles when the listener has closed and every connection ended. */
-  readonly finished: Promise<void>;
-  /** Closes the listener and every connection. */
-  shutdown(): Promise<void>;
+/** How one call went, for ending it exactly once. */
+interface Call {
+  ended: boolean;
+  /** A response head arrived. */
+  responded: boolean;
+  /** The model call's usage reader, once the response is being read. */
+  reader: UsageReader | undefined;
 }
 
-function answerBytes(status: number, message: string): Uint8Array {
-  const body = enc.encode(`isx-proxy: ${message}\n`);
-  const head = `HTTP/1.1 ${status} ${REASONS[status] ?? "Error"}\r\n` +
-    `content-type: text/plain; charset=utf-8\r\nx-isx-proxy: 1\r\n` +
-    `content-length: ${body.length}\r\nconnection: close\r\n\r\n`;
-  const out = new Uint8Array(head.length + body.length);
-  out.set(enc.encode(head));
-  out.set(body, head.length);
-  return out;
+function endCall(a: { model: ModelCall | undefined; traffic: TrafficCall }, call: Call): void {
+  if (call.ended) return;
+  call.ended = true;
+  const usage = call.reader?.finish();
+  a.model?.end({ responded: call.responded, ...(usage ? { usage } : {}) });
+  a.traffic.end();
 }
 
 function message(e: unknown): string {
@@ -122,7 +115,10 @@ class Session {
     } catch (e) {
       log.debug("proxy: relay connection failed", { error: message(e) });
     } finally {
+      // A guest that stopped reading must not keep the close_notify (and us) waiting.
+      const timer = setTimeout(() => this.#close(), LINGER_MS);
       await this.#guest.closeWrite().catch(() => {});
+      clearTimeout(timer);
       this.#close();
     }
   }
@@ -194,38 +190,59 @@ class Session {
     }
   }
 
-  /** Relays one admitted request and its response. */
+  /** Relays one admitted request and its response; the call ends exactly once. */
   async #exchange(
     req: RequestHead,
     framing: Framing,
     a: Extract<Admission, { kind: "relay" }>,
     instance: string,
   ): Promise<boolean> {
-    const { traffic, model, origin } = a;
-    let usage: UsageReader | undefined;
-    let ended = false;
-    const end = (responded: boolean) => {
-      if (ended) return;
-      ended = true;
-      model?.end({ responded, ...(usage ? { usage: usage.finish() } : {}) });
-      traffic.end();
-    };
-    let up: Lease;
+    const call: Call = { ended: false, responded: false, reader: undefined };
+    const { origin } = a;
+    let up: Lease | undefined;
     try {
-      const key = `${instance}|${origin.secure}|${origin.hostname}|${origin.port}`;
-      up = await this.#pool.acquire(key, origin);
+      try {
+        up = await this.#pool.acquire(
+          `${instance}|${origin.secure}|${origin.hostname}|${origin.port}`,
+          origin,
+        );
+      } catch (e) {
+        endCall(a, call);
+        const why = scrubText(message(e), a.secrets);
+        log.warn("proxy: upstream unreachable", { host: origin.authority, error: why });
+        return await this.#refuse(502, `upstream ${origin.authority} unreachable: ${why}`);
+      }
+      const lease = up;
+      return await this.#forward(req, framing, a, call, {
+        lease: () => lease,
+        renew: async () => (up = await this.#pool.acquire(lease.key, origin, { fresh: true })),
+        abort: () => up && this.#pool.discard(up),
+      });
     } catch (e) {
-      end(false);
-      const why = scrubText(message(e), a.secrets);
-      log.warn("proxy: upstream unreachable", { host: origin.authority, error: why });
-      return await this.#refuse(502, `upstream ${origin.authority} unreachable: ${why}`);
+      if (up) this.#pool.discard(up);
+      throw e;
+    } finally {
+      endCall(a, call);
     }
+  }
+
+  /** Sends the request on the lease and relays the response back. */
+  async #forward(
+    req: RequestHead,
+    framing: Framing,
+    a: Extract<Admission, { kind: "relay" }>,
+    call: Call,
+    on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
+  ): Promise<boolean> {
+    const { traffic, origin } = a;
+    const end = () => endCall(a, call);
+    const abort = on.abort;
+    let up = on.lease();
     a.headers.set("host", origin.authority);
     if (framing.kind === "chunked") a.headers.set("transfer-encoding", "chunked");
     const head = requestHeadBytes(req.method, req.target, a.headers);
     let finished = false;
     let sent: "done" | "short" | "failed" | undefined;
-    const abort = () => this.#pool.discard(up);
     void pumpRequest(this.#g, up.conn, { framing, head, sent: (n) => traffic.sent(n) }).then(
       (ok) => (sent = ok ? "done" : "short"),
       () => (sent = "failed"),
@@ -237,16 +254,17 @@ class Session {
         void this.#g.fill().then((more) => !more && !finished && abort());
       }
     });
-    let res = await this.#responseHead(up, a);
+    const interim = (bytes: Uint8Array) => writeAll(this.#guest, bytes);
+    let res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
     if (
       res === UNANSWERED && !up.fresh && framing.kind === "none" && IDEMPOTENT.has(req.method)
     ) {
       // A kept-alive upstream closed just as the request went out: once more on a new one.
       abort();
       try {
-        up = await this.#pool.acquire(up.key, origin, { fresh: true });
+        up = await on.renew();
         await writeAll(up.conn, head);
-        res = await this.#responseHead(up, a);
+        res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
       } catch (e) {
         res = message(e);
       }
@@ -254,16 +272,17 @@ class Session {
     if (typeof res === "string") {
       finished = true;
       abort();
-      end(false);
+      end();
       log.warn("proxy: upstream failed", { host: origin.authority, error: res });
       return await this.#refuse(502, `upstream ${origin.authority} failed: ${res}`);
     }
     traffic.responded();
+    call.responded = true;
     const rf = responseFraming(req.method, res.status, res.headers);
     if (typeof rf === "string") {
       finished = true;
       abort();
-      end(true);
+      end();
       return await this.#refuse(502, `upstream ${origin.authority} failed: ${rf}`);
     }
     const headers = responseHeaders(res.headers, a.secrets);
@@ -277,85 +296,28 @@ class Session {
     const readable = res.status >= 200 && res.status < 300 && a.provider !== undefined &&
       !res.headers.get("content-encoding")?.replace(/identity/i, "").trim();
     const kind = readable ? bodyKind(res.headers.get("content-type")) : undefined;
-    usage = model && a.provider && kind ? new UsageReader(a.provider, kind) : undefined;
+    const usage = a.model && a.provider && kind ? new UsageReader(a.provider, kind) : undefined;
+    call.reader = usage;
     this.#writer.begin(
       { guest: this.#guest, scrub: Scrubber.of(a.secrets), reader: usage, traffic, chunked },
       responseHeadBytes(res.status, scrubText(res.reason, a.secrets), headers),
     );
     const complete = await pumpResponse(up.reader, rf, this.#writer).catch(() => false);
     finished = true;
-    end(true);
+    end();
     const reusable = complete && sent === "done" && res.minor === 1 && rf.kind !== "close" &&
       !connectionTokens(res.headers).has("close");
     if (reusable) this.#pool.release(up);
     else abort();
     return complete && sent === "done" && !guestCloses;
   }
-
-  /** The final response head (interim 1xx heads are passed on), or what went wrong. */
-  async #responseHead(
-    up: Lease,
-    a: Extract<Admission, { kind: "relay" }>,
-  ): Promise<ResponseHead | string> {
-    for (;;) {
-      const got = await up.reader.head();
-      if ("end" in got) return UNANSWERED;
-      if ("tooLarge" in got) return "response head too large";
-      const res = parseResponseHead(got.text);
-      if (typeof res === "string" || res.status >= 200) return res;
-      if (res.status === 101) return "switched protocols unasked";
-      const interim = responseHeadBytes(
-        res.status,
-        res.reason,
-        responseHeaders(res.headers, a.secrets),
-      );
-      await writeAll(this.#guest, interim);
-      a.traffic.received(interim.length);
-    }
-  }
 }
 
-/** Serves the relay on `listener` (a TLS listener; the handshake happens on first read). */
-export function serveRelay(listener: Deno.Listener, deps: RelayDeps): RelayServer {
-  const pool = new UpstreamPool(deps.upstreamCaCerts ? { caCerts: deps.upstreamCaCerts } : {});
-  const conns = new Set<Deno.Conn>();
-  const open = new Set<Promise<void>>();
-  let closing = false;
-  const finished = (async () => {
-    while (!closing) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch (e) {
-        if (closing || e instanceof Deno.errors.BadResource) break;
-        log.warn("proxy: accept failed", { error: message(e) });
-        await new Promise((r) => setTimeout(r, 100));
-        continue;
-      }
-      conns.add(conn);
-      const p = new Session(conn, deps, pool).run().finally(() => {
-        open.delete(p);
-        conns.delete(conn);
-      });
-      open.add(p);
-    }
-    await Promise.all(open);
-  })();
-  return {
-    addr: listener.addr as Deno.NetAddr,
-    finished,
-    async shutdown() {
-      closing = true;
-      try {
-        listener.close();
-      } catch { /* already closed */ }
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
-      pool.close();
-      await finished;
-    },
-  };
+/** Relays one guest connection (TLS is terminated on its first read) until it ends. */
+export function relayConnection(
+  conn: Deno.Conn,
+  deps: RelayDeps,
+  pool: UpstreamPool,
+): Promise<void> {
+  return new Session(conn, deps, pool).run();
 }

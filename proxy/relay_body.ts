@@ -1,5 +1,6 @@
 /**
- * The relay's body pumps. Request bodies go upstream as they came (only their end is
+ * The relay's message pumps. Response heads are read with interim (1xx) ones passed on.
+ * Request bodies go upstream as they came (only their end is
  * found, so the next request on the connection starts in the right place). Response bodies
  * are read into one reusable buffer, masked there in place by the {@link Scrubber}, read for
  * usage, counted, and written to the guest from that same buffer: no copy for
@@ -14,7 +15,9 @@
 import { ChunkedDecoder, chunkHead, LAST_CHUNK } from "./chunked.ts";
 import type { ConnReader } from "./conn_reader.ts";
 import type { TrafficCall } from "./counter.ts";
-import type { Framing } from "./http1.ts";
+import { type Framing, parseResponseHead, type ResponseHead, responseHeadBytes } from "./http1.ts";
+import { responseHeaders } from "./rewrite.ts";
+import type { Secret } from "./secret.ts";
 import { latin1, type Scrubber } from "./scrub.ts";
 import type { UsageReader } from "./usage.ts";
 
@@ -24,6 +27,34 @@ const RESERVE = 16;
 const TAIL = 8;
 const enc = new TextEncoder();
 const LAST = enc.encode(LAST_CHUNK);
+
+/** What {@link readFinalHead} says when the upstream closed without a byte of answer. */
+export const UNANSWERED = "closed before answering";
+
+/**
+ * Reads the final response head; interim 1xx heads are scrubbed, counted and passed on
+ * through `interim` on the way. A string says what went wrong.
+ */
+export async function readFinalHead(
+  up: ConnReader,
+  o: {
+    secrets: readonly Secret[];
+    traffic: TrafficCall;
+    interim: (b: Uint8Array) => Promise<void>;
+  },
+): Promise<ResponseHead | string> {
+  for (;;) {
+    const got = await up.head();
+    if ("end" in got) return UNANSWERED;
+    if ("tooLarge" in got) return "response head too large";
+    const res = parseResponseHead(got.text);
+    if (typeof res === "string" || res.status >= 200) return res;
+    if (res.status === 101) return "switched protocols unasked";
+    const head = responseHeadBytes(res.status, res.reason, responseHeaders(res.headers, o.secrets));
+    await o.interim(head);
+    o.traffic.received(head.length);
+  }
+}
 
 /** Writes all of `data`. */
 export async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
@@ -56,6 +87,8 @@ export async function pumpRequest(
     await send(new Uint8Array(0));
     return true;
   }
+  // Nothing of the body here yet: the head goes now (the guest may await `100 Continue`).
+  if (from.buffered === 0) await send(new Uint8Array(0));
   const chunked = f.kind === "chunked" ? new ChunkedDecoder() : undefined;
   let left = f.kind === "length" ? f.length : Infinity;
   while (chunked ? !chunked.done : left > 0) {

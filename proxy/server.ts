@@ -1,63 +1,27 @@
 /**
- * The intercepting HTTP handler: what runs for every request a guest sends to an
- * intercepted domain after TLS is terminated (shared/spec/isx-mcp.md §7).
+ * The intercepting `Deno.serve` handler: what the relay (proxy/relay.ts) hands over, a
+ * connection at a time, because it does not speak it itself: WebSocket upgrades,
+ * HTTP/1.0, request targets that are not origin-form (shared/spec/isx-mcp.md §7).
  *
- * Order per request: find the calling instance (source address; unknown → 403, counted
- * nowhere), check the Host is one DNS sends here (else 421), check an
- * `X-Isx-Instance-Secret` if one is presented (must belong to that same instance; else
- * 403), ask the policy (a pin to a missing account → 502, fail closed), then relay: request
- * head with credentials injected and `Accept-Encoding: identity` (so bodies can be read and
- * scrubbed), response head and body scrubbed of every real value, bytes counted both ways,
- * model-call usage read from 2xx bodies. The call ends exactly once, when Deno reports the
- * response delivered or the client gone; an upstream that cannot be reached gives 502 and
- * no response is counted. WebSocket upgrades get the same injection and count as one
- * request in flight while open.
+ * The decision is {@link admit}'s, as for the relay. Then: request head with credentials
+ * injected and `Accept-Encoding: identity` sent with `fetch`, response head and body
+ * scrubbed of every real value, bytes counted both ways, model-call usage read from 2xx
+ * bodies. The call ends exactly once, when Deno reports the response delivered or the
+ * client gone; an upstream that cannot be reached gives 502 and no response is counted.
+ * WebSocket upgrades get the same injection and count as one request in flight while
+ * open.
  *
  * @module
  */
 
 import { log } from "../rpc/mod.ts";
-import type { Caller, CallerLookup } from "./clients.ts";
-import type { ActivityCounter, ModelCall, TrafficCall } from "./counter.ts";
-import { hostOnly, type Policy } from "./policy.ts";
-import {
-  applyHeaderOps,
-  forwardableHeaders,
-  type HeaderOp,
-  INSTANCE_SECRET_HEADER,
-  responseHeaders,
-  scrubText,
-} from "./rewrite.ts";
+import { admit, callerOf, type InterceptDeps } from "./admit.ts";
+import type { ModelCall, TrafficCall } from "./counter.ts";
+import { responseHeaders, scrubText } from "./rewrite.ts";
 import { Scrubber } from "./scrub.ts";
-import { constantTimeEqual, type Secret } from "./secret.ts";
+import type { Secret } from "./secret.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
-import { isLoopback, type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts";
-import type { ModelProvider } from "./activity.ts";
 import { relayWebSocket } from "./websocket.ts";
-
-/** Per-caller additions from isb egress secrets. */
-export interface EgressLookup {
-  /** True when `host` is allowed for this caller by its egress secrets. */
-  covers(caller: Caller, host: string): boolean;
-  /** Placeholder substitutions for this caller on this host. */
-  ops(caller: Caller, host: string): HeaderOp[];
-  /** Every egress secret value (for scrubbing). */
-  secrets(): Secret[];
-}
-
-/** What the handler needs. */
-export interface InterceptDeps {
-  policy: Policy;
-  clients: CallerLookup;
-  counter: ActivityCounter;
-  /** Test-only loopback origins per host (validated by `checkOverrides`). */
-  overrides: ReadonlyMap<string, string>;
-  egress?: EgressLookup;
-  /** Callers of connections the forward proxy handed over, by their loopback source port. */
-  handoff?: ReadonlyMap<number, Caller>;
-  /** The HTTP client for upstream requests (default: Deno's). */
-  httpClient?: Deno.HttpClient;
-}
 
 /** A short plain-text answer from the proxy itself. */
 export function proxyText(status: number, message: string): Response {
@@ -65,29 +29,6 @@ export function proxyText(status: number, message: string): Response {
     status,
     headers: { "content-type": "text/plain; charset=utf-8", "x-isx-proxy": "1" },
   });
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** True when a presented instance secret belongs to this caller (constant-time compare). */
-export async function secretMatches(caller: Caller, presented: string): Promise<boolean> {
-  if (!caller.secretSha256) return false;
-  return constantTimeEqual(await sha256Hex(presented.trim()), caller.secretSha256);
-}
-
-/** Resolves the caller of a connection, including handed-over CONNECT tunnels. */
-export async function callerOf(
-  deps: Pick<InterceptDeps, "clients" | "handoff">,
-  remote: Deno.NetAddr,
-): Promise<Caller | undefined> {
-  if (deps.handoff && isLoopback(remote.hostname)) {
-    const handed = deps.handoff.get(remote.port);
-    if (handed) return handed;
-  }
-  return await deps.clients.identify(remote);
 }
 
 function headBytes(method: string, target: string, headers: Headers): number {
@@ -132,95 +73,6 @@ function relayBody(
       flush: (ctl) => emit(new Uint8Array(0), true, ctl),
     }),
   );
-}
-
-/** One intercepted request as the servers see it, before any decision. */
-export interface RequestFacts {
-  method: string;
-  /** The `Host` header (or URL authority): `host[:port]`. */
-  authority: string;
-  /** Path and query as sent. */
-  pathAndQuery: string;
-  /** The guest's request headers. */
-  headers: Headers;
-  /** Bytes of the request head as received (counted as sent). */
-  headBytes: number;
-}
-
-/** What to do with one request: answer it here, or relay it with these settings. */
-export type Admission =
-  | { kind: "answer"; status: number; message: string }
-  | {
-    kind: "relay";
-    origin: UpstreamOrigin;
-    /** The upstream URL (for `fetch`). */
-    target: string;
-    /** Request headers for upstream: credentials injected, hop-by-hop headers dropped. */
-    headers: Headers;
-    traffic: TrafficCall;
-    model: ModelCall | undefined;
-    provider: ModelProvider | undefined;
-    /** Every real value (for scrubbing). */
-    secrets: Secret[];
-    websocket: boolean;
-  };
-
-/**
- * The decision for one request of `caller` (undefined: nobody's): the checks, the route,
- * the counters started, the upstream head built. Answers are not counted as responses.
- */
-export async function admit(
-  deps: InterceptDeps,
-  caller: Caller | undefined,
-  req: RequestFacts,
-): Promise<Admission> {
-  const answer = (status: number, message: string) => ({
-    kind: "answer" as const,
-    status,
-    message,
-  });
-  if (!caller) return answer(403, "this address belongs to no instance");
-  const m = /^(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@:[\]]+)(?::(\d{1,5}))?$/.exec(req.authority);
-  if (!m) return answer(400, "malformed Host header");
-  const host = hostOnly(req.authority);
-  const egressHost = deps.egress?.covers(caller, host) ?? false;
-  if (!deps.policy.covers(host) && !egressHost) {
-    return answer(421, `"${host}" is not intercepted here`);
-  }
-  const presented = req.headers.get(INSTANCE_SECRET_HEADER);
-  if (presented !== null && !(await secretMatches(caller, presented))) {
-    return answer(403, "the instance secret does not belong to the calling instance");
-  }
-  const path = req.pathAndQuery.split("?")[0]!;
-  const route = deps.policy.route({ host, path }, caller.pins);
-  const websocket = req.headers.get("upgrade")?.toLowerCase() === "websocket";
-  const traffic = deps.counter.traffic(caller, { websocket });
-  traffic.sent(req.headBytes);
-  if (route.kind === "fail") {
-    traffic.end();
-    log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
-    return answer(route.status, route.message);
-  }
-  const secrets = [...deps.policy.secrets(), ...(deps.egress?.secrets() ?? [])];
-  const headers = forwardableHeaders(req.headers);
-  applyHeaderOps(headers, [...route.ops, ...(deps.egress?.ops(caller, host) ?? [])]);
-  const port = m[1] ? Number(m[1]) : undefined;
-  const where = { host, ...(port ? { port } : {}) };
-  const origin = upstreamOrigin(where, deps.overrides);
-  const target = upstreamUrl({ ...where, pathAndQuery: req.pathAndQuery }, deps.overrides);
-  if (!websocket) headers.set("accept-encoding", "identity");
-  const model = route.model && !websocket ? deps.counter.modelCall(caller) : undefined;
-  return {
-    kind: "relay",
-    origin,
-    target,
-    headers,
-    traffic,
-    model,
-    provider: route.model,
-    secrets,
-    websocket,
-  };
 }
 
 /** The `Deno.serve` handler for intercepted requests (TLS already terminated). */

@@ -1,21 +1,21 @@
 /**
- * {@link startProxy}: binds the intercepting TLS server (plus its loopback twin for
- * CONNECT hand-over), the forward proxy and the ops port(s) around one counter, and tears
- * them all down again. Everything it serves comes in as arguments: policy, CA, caller
+ * {@link startProxy}: binds the intercepting TLS server (the relay, plus its loopback twin
+ * for CONNECT hand-over; proxy/intercept.ts), the forward proxy and the ops port(s) around
+ * one counter, and tears them all down again. Everything it serves comes in as arguments: policy, CA, caller
  * lookup, egress secrets, clock.
  *
  * @module
  */
 
-import { IsbError, log, VERSION } from "../rpc/mod.ts";
+import { IsbError, VERSION } from "../rpc/mod.ts";
 import type { CaSigner } from "./ca.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";
 import { serveForward } from "./forward.ts";
 import { healthHandler, type HealthInfo } from "./health.ts";
 import type { Policy } from "./policy.ts";
-import { type EgressLookup, interceptHandler } from "./server.ts";
-import { type RelayDeps, type RelayServer, serveRelay } from "./relay.ts";
+import type { EgressLookup } from "./admit.ts";
+import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
 
@@ -83,51 +83,27 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   const counter = new ActivityCounter({ now, providers: opts.policy.providers() });
   const handoff = new Map<number, Caller>();
   const leaf = await opts.ca.issueLeaf(opts.policy.certNames());
-  const handler = interceptHandler({
-    policy: opts.policy,
-    clients: opts.clients,
-    counter,
-    overrides,
-    handoff,
-    ...(opts.egress ? { egress: opts.egress } : {}),
-    ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
-  });
   const abort = new AbortController();
   const servers: Deno.HttpServer<Deno.NetAddr>[] = [];
-  const relays: RelayServer[] = [];
+  let intercept: InterceptServer | undefined;
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
   try {
-    // What the relay does not speak itself (upgrades, HTTP/1.0) goes to this handler.
-    const slow = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      signal: abort.signal,
-      onListen() {},
-      onError: (e) => {
-        log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
-        return new Response("isx-proxy: internal error\n", { status: 500 });
+    // The gateway address, and the loopback twin that CONNECTs to intercepted hosts reach.
+    intercept = await serveIntercept([opts.listen.tls, { hostname: "127.0.0.1", port: 0 }], {
+      leaf,
+      deps: {
+        policy: opts.policy,
+        clients: opts.clients,
+        counter,
+        overrides,
+        handoff,
+        ...(opts.egress ? { egress: opts.egress } : {}),
+        ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
       },
-    }, handler);
-    servers.push(slow);
-    const relayDeps: RelayDeps = {
-      policy: opts.policy,
-      clients: opts.clients,
-      counter,
-      overrides,
-      handoff,
-      slowPort: slow.addr.port,
-      ...(opts.egress ? { egress: opts.egress } : {}),
-      ...(opts.upstreamCaCerts ? { upstreamCaCerts: opts.upstreamCaCerts } : {}),
-    };
-    const serveTls = (hostname: string, port: number) =>
-      serveRelay(
-        listenTlsOrThrow({ hostname, port }, leaf),
-        relayDeps,
-      );
-    relays.push(serveTls(opts.listen.tls.hostname, opts.listen.tls.port));
-    const mitm = serveTls("127.0.0.1", 0);
-    relays.push(mitm);
+      upstreamCaCerts: opts.upstreamCaCerts,
+    });
+    const [tlsAddr, mitmAddr] = intercept.addrs as [Deno.NetAddr, Deno.NetAddr];
     const hostAddresses = new Set(
       [opts.listen.tls, opts.listen.forward, ...opts.listen.health].map((l) =>
         normalizeAddress(l.hostname)
@@ -136,7 +112,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     );
     const startedAt = now();
     const listen = {
-      tls: `${opts.listen.tls.hostname}:${relays[0]!.addr.port}`,
+      tls: `${opts.listen.tls.hostname}:${tlsAddr.port}`,
       forward: `${opts.listen.forward.hostname}:${(forwardListener.addr as Deno.NetAddr).port}`,
     };
     const health = (): HealthInfo => ({
@@ -166,19 +142,20 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       clients: opts.clients,
       counter,
       policy: opts.policy,
-      mitmPort: mitm.addr.port,
+      mitmPort: mitmAddr.port,
       handoff,
       hostAddresses,
       ...(opts.egress ? { egress: opts.egress } : {}),
       ...(opts.allowLoopbackTargets ? { allowLoopbackTargets: true } : {}),
     });
     const fwd = forward;
+    const icp = intercept;
     let closed: Promise<void> | undefined;
     return {
       addrs: {
-        tls: relays[0]!.addr,
+        tls: tlsAddr,
         forward: forwardListener.addr as Deno.NetAddr,
-        mitm: mitm.addr,
+        mitm: mitmAddr,
         health: healthServers.map((s) => s.addr),
       },
       counter,
@@ -188,7 +165,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
         closed ??= (async () => {
           abort.abort();
           await fwd.shutdown();
-          await Promise.all(relays.map((r) => r.shutdown()));
+          await icp.close();
           await Promise.all(servers.map((s) => s.finished));
         })();
         return closed;
@@ -198,31 +175,10 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     abort.abort();
     if (forward) await forward.shutdown();
     else forwardListener.close();
-    await Promise.all(relays.map((r) => r.shutdown()));
+    await intercept?.close();
     await Promise.all(servers.map((s) => s.finished));
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
-  }
-}
-
-function listenTlsOrThrow(
-  at: { hostname: string; port: number },
-  leaf: { certPem: string; keyPem: string },
-): Deno.TlsListener {
-  try {
-    return Deno.listenTls({
-      hostname: at.hostname,
-      port: at.port,
-      cert: leaf.certPem,
-      key: leaf.keyPem,
-      alpnProtocols: ["http/1.1"],
-    });
-  } catch (e) {
-    throw new IsbError(
-      "io",
-      `start proxy: listen on ${at.hostname}:${at.port}: ${(e as Error).message}`,
-      { cause: e },
-    );
   }
 }
 

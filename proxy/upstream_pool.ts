@@ -10,6 +10,7 @@
  * @module
  */
 
+import { IsbError } from "../rpc/mod.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { UpstreamOrigin } from "./upstream.ts";
 
@@ -69,7 +70,7 @@ export class UpstreamPool {
       this.discard(it.lease);
     }
     if (list) this.#idle.delete(key);
-    if (this.#closed) throw new Deno.errors.BadResource("upstream pool closed");
+    if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
     const tcp = await Deno.connect({ hostname: origin.hostname, port: origin.port });
     this.#open.add(tcp);
     let conn: Deno.Conn = tcp;
@@ -93,7 +94,7 @@ export class UpstreamPool {
     }
     if (this.#closed) {
       this.discard({ key, conn, reader: new ConnReader(conn), fresh: true });
-      throw new Deno.errors.BadResource("upstream pool closed");
+      throw new IsbError("io", "connect upstream: the proxy is stopping");
     }
     return { key, conn, reader: new ConnReader(conn), fresh: true };
   }

@@ -44,7 +44,6 @@ export const SSE_LINE_CAP = 256 * 1024;
 /** Largest JSON body that is parsed. */
 export const JSON_BODY_CAP = 4 * 1024 * 1024;
 
-const NL = 10;
 const EMPTY = new Uint8Array(0);
 const DATA = "data:";
 const USAGE_TAIL = 'usage"';

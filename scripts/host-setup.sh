@@ -94,8 +94,9 @@ grep -q '^root:' /etc/subgid || echo 'root:1000000:1000000000' >> /etc/subgid
 #    process_api) start lxcfs and incusd by hand, detached with setsid so they outlive the
 #    calling shell / CI step.
 # ---------------------------------------------------------------------------------------------
-# A busy daemon can take many seconds to answer; a running incusd is waited for, never doubled.
-incus_alive() { [ -S "$SOCK" ] && curl -sf --max-time "${1:-10}" --unix-socket "$SOCK" http://incus/1.0 >/dev/null 2>&1; }
+# A busy daemon can take many seconds to answer (GET /1.0 waits behind storage operations, so the
+# probe asks for the instance list); a running incusd is waited for, never started twice.
+incus_alive() { [ -S "$SOCK" ] && curl -sf --max-time "${1:-10}" --unix-socket "$SOCK" http://incus/1.0/instances >/dev/null 2>&1; }
 incusd_running() { pgrep -x incusd >/dev/null 2>&1; }
 
 if [ "$(cat /proc/1/comm)" = systemd ]; then

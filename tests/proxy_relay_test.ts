@@ -265,3 +265,24 @@ Deno.test("relay hands an HTTP/1.0 request to the Deno.serve path", async () => 
     await env.close();
   }
 });
+
+Deno.test("relay carries a 1 MiB request body and its 1 MiB echo intact", async () => {
+  const env = await setup((req) => ({
+    parts: [
+      `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${req.body.length}\r\n\r\n`,
+      req.body,
+    ],
+  }));
+  try {
+    const body = Array.from({ length: 1 << 20 }, (_, i) => "abcdefghij"[i % 10]).join("");
+    const g = await env.guest(A);
+    await g.send(post(body));
+    const res = await g.read();
+    equal(res?.status, 200);
+    equal(res?.body.length, body.length);
+    ok(res?.body === body);
+    equal(env.up.requests[0]!.body.length, body.length);
+  } finally {
+    await env.close();
+  }
+});

@@ -50,6 +50,7 @@ import type {
 export * from "./types.ts";
 export type { Endpoint, HttpRequest, HttpResponse, TlsIdentity } from "./http.ts";
 export { HttpTransport } from "./http.ts";
+export { WsClient, type WsTarget } from "./websocket.ts";
 export { type CallOptions, DEFAULT_TIMEOUTS, IncusConn, type Timeouts } from "./conn.ts";
 export {
   type AsyncReply,

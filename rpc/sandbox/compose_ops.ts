@@ -42,20 +42,31 @@ import { pickPool, removeVolume } from "./volume.ts";
 
 /** The params every compose method takes (one struct, as in isb). */
 export interface ComposeParams {
+  /** Compose files in merge order (default: isb.yaml + override in the cwd). */
   files?: string[] | undefined;
+  /** dotenv files (default: .env beside the first file). */
   env_files?: string[] | undefined;
+  /** Overrides the project name. */
   project_name?: string | undefined;
+  /** Variables that win over the environment. */
   vars?: Record<string, string> | undefined;
+  /** Services to act on (up/plan add their dependencies). */
   services?: string[] | undefined;
+  /** Readiness after each ensure (default true). */
   wait_ready?: boolean | undefined;
+  /** Remove devices the spec does not mention. */
   prune_devices?: boolean | undefined;
+  /** `down`: also delete the file's volumes. */
   volumes?: boolean | undefined;
 }
 
 /** File access the loader needs (injected so tests and benchmarks can feed strings). */
 export interface ComposeFs {
+  /** Reads a file. */
   readTextFile(path: string): Promise<string>;
+  /** True for an existing regular file. */
   isFile(path: string): Promise<boolean>;
+  /** Canonical path. */
   realPath(path: string): Promise<string>;
 }
 

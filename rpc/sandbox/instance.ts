@@ -15,14 +15,23 @@ import { stringMap } from "./volume.ts";
 
 /** A sandbox as the protocol lists it (§6.1). */
 export interface SandboxInfo {
+  /** Instance name. */
   name: string;
+  /** Incus's status (`Running`, `Stopped`, …). */
   status: string;
+  /** `container` or `virtual-machine`. */
   type: string;
+  /** `user.*` keys without the prefix, never `user.isb.*`. */
   labels: Record<string, string>;
+  /** All instance config, values as strings. */
   config: Record<string, string>;
+  /** Instance-local devices. */
   devices: Record<string, Record<string, string>>;
+  /** Profiles, in order. */
   profiles: string[];
+  /** Creation time as Incus reports it. */
   created_at: string;
+  /** Instance description. */
   description: string;
 }
 

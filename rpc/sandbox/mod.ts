@@ -43,7 +43,7 @@ import {
   type SandboxInfo,
   sandboxInfo,
 } from "./instance.ts";
-import type { SandboxPlan } from "./plan.ts";
+import type { ApplyReport, SandboxPlan } from "./plan.ts";
 import { type Clock, LOCK_WAIT_MS, SYSTEM_CLOCK } from "./lock.ts";
 import { desiredToJson } from "./resolve.ts";
 import {
@@ -71,13 +71,17 @@ import {
   listAllVolumes,
   pickPool,
   prune,
+  type PruneItem,
   removeVolume,
+  type VolumeInfo,
 } from "./volume.ts";
 
 export type { CallOptions, ComposeFs, ComposeParams, SpecParams };
-export type { SandboxInfo } from "./instance.ts";
-export type { PruneItem, VolumeInfo } from "./volume.ts";
-export type { ApplyReport, SandboxPlan } from "./plan.ts";
+export type { SandboxInfo };
+export type { PruneItem, VolumeInfo };
+export type { Action, ApplyReport, SandboxPlan } from "./plan.ts";
+export type { IncusClient };
+export type { ExecDefaults, NamedVolumeSpec, PortSpec, ReadyCheck, SandboxSpec } from "./spec.ts";
 export { type Clock, SYSTEM_CLOCK } from "./lock.ts";
 
 /** What {@link createEngine} needs. */
@@ -115,50 +119,104 @@ export interface Engine {
   /** The server's `$TERM`. */
   readonly term: string | undefined;
 
-  create(p: SpecParams, o?: CallOptions): ReturnType<typeof createSandbox>;
-  ensure(p: SpecParams, o?: CallOptions): ReturnType<typeof ensureSandbox>;
+  /** `sandbox.create`: the new sandbox's info; an existing one is `already_exists`. */
+  create(p: SpecParams, o?: CallOptions): Promise<SandboxInfo>;
+  /** `sandbox.ensure`: reconcile, then `{info, report}`. */
+  ensure(p: SpecParams, o?: CallOptions): Promise<{ info: SandboxInfo; report: ApplyReport }>;
+  /** `sandbox.plan`: what ensure would do (read-only). */
   plan(p: SpecParams, o?: CallOptions): Promise<SandboxPlan>;
+  /** `sandbox.resolve`: the desired state (§6.6). */
   resolve(p: SpecParams, o?: CallOptions): Promise<Record<string, unknown>>;
+  /** `sandbox.get`. */
   get(name: string, o?: CallOptions): Promise<SandboxInfo>;
+  /** `sandbox.list`, filtered by labels (`key` or `key=value`). */
   list(labels: string[], o?: CallOptions): Promise<SandboxInfo[]>;
-  remove(p: { name: string; force?: boolean | undefined }, o?: CallOptions): Promise<void>;
+  /** `sandbox.remove` (a running one needs `force`). */
+  remove(p: RemoveParams, o?: CallOptions): Promise<void>;
+  /** `sandbox.start`. */
   start(name: string, o?: CallOptions): Promise<void>;
-  stop(
-    p: { name: string; force?: boolean | undefined; timeoutMs?: number | undefined },
-    o?: CallOptions,
-  ): Promise<void>;
+  /** `sandbox.stop`. */
+  stop(p: StopParams, o?: CallOptions): Promise<void>;
+  /** `sandbox.restart`: clean stop, then start. */
   restart(name: string, o?: CallOptions): Promise<void>;
-  waitReady(
-    p: {
-      name: string;
-      ready?: ReadyCheck[] | undefined;
-      timeoutMs?: number | undefined;
-      exec?: ExecDefaults | undefined;
-    },
-    o?: CallOptions,
-  ): Promise<void>;
+  /** `sandbox.wait_ready`. */
+  waitReady(p: WaitReadyParams, o?: CallOptions): Promise<void>;
+  /** `sandbox.add_port`. */
   addPort(p: { name: string; port: PortSpec }, o?: CallOptions): Promise<{ listen: string }>;
+  /** `sandbox.remove_device`. */
   removeDevice(p: { name: string; device: string }, o?: CallOptions): Promise<{ removed: boolean }>;
 
-  volumeList(p: { pool?: string | undefined }, o?: CallOptions): ReturnType<typeof listAllVolumes>;
-  volumeGet(
-    p: { name: string; pool?: string | undefined },
-    o?: CallOptions,
-  ): ReturnType<typeof getVolume>;
-  volumeCreate(
-    p: { name: string; pool?: string | undefined; config?: Record<string, string> | undefined },
-    o?: CallOptions,
-  ): Promise<{ created: boolean; pool: string }>;
-  volumeRemove(p: { name: string; pool?: string | undefined }, o?: CallOptions): Promise<void>;
-  prune(
-    p: { label: string; dry_run?: boolean | undefined },
-    o?: CallOptions,
-  ): ReturnType<typeof prune>;
+  /** `volume.list`: one pool's volumes, or every pool's. */
+  volumeList(p: { pool?: string | undefined }, o?: CallOptions): Promise<VolumeInfo[]>;
+  /** `volume.get`. */
+  volumeGet(p: VolumeParams, o?: CallOptions): Promise<VolumeInfo>;
+  /** `volume.create`: `{created, pool}`. */
+  volumeCreate(p: VolumeParams, o?: CallOptions): Promise<{ created: boolean; pool: string }>;
+  /** `volume.remove` (refused while in use). */
+  volumeRemove(p: VolumeParams, o?: CallOptions): Promise<void>;
+  /** `prune` (a dry run unless `dry_run: false`). */
+  prune(p: { label: string; dry_run?: boolean | undefined }, o?: CallOptions): Promise<PruneItem[]>;
 
-  composeLoad(p: ComposeParams, o?: CallOptions): ReturnType<typeof composeLoad>;
-  composeUp(p: ComposeParams, o?: CallOptions): ReturnType<typeof composeUp>;
-  composePlan(p: ComposeParams, o?: CallOptions): ReturnType<typeof composePlan>;
+  /** `compose.load`. */
+  composeLoad(p: ComposeParams, o?: CallOptions): Promise<ComposeLoadResult>;
+  /** `compose.up`: `[{service, report}]` in dependency order. */
+  composeUp(p: ComposeParams, o?: CallOptions): Promise<{ service: string; report: ApplyReport }[]>;
+  /** `compose.plan`: one plan per service, in dependency order. */
+  composePlan(p: ComposeParams, o?: CallOptions): Promise<SandboxPlan[]>;
+  /** `compose.down`. */
   composeDown(p: ComposeParams, o?: CallOptions): Promise<null>;
+}
+
+/** Params of `sandbox.remove`. */
+export interface RemoveParams {
+  /** The sandbox. */
+  name: string;
+  /** Stop a running one first. */
+  force?: boolean | undefined;
+}
+
+/** Params of `sandbox.stop`. */
+export interface StopParams {
+  /** The sandbox. */
+  name: string;
+  /** Kill instead of a clean shutdown. */
+  force?: boolean | undefined;
+  /** Clean-shutdown timeout (default 30 s). */
+  timeoutMs?: number | undefined;
+}
+
+/** Params of `sandbox.wait_ready`. */
+export interface WaitReadyParams {
+  /** The sandbox. */
+  name: string;
+  /** Checks in order (default `["running"]`). */
+  ready?: ReadyCheck[] | undefined;
+  /** Shared deadline (default 60 s). */
+  timeoutMs?: number | undefined;
+  /** Exec defaults (`user` matters for `path_writable`). */
+  exec?: ExecDefaults | undefined;
+}
+
+/** Params of the volume methods. */
+export interface VolumeParams {
+  /** The Incus volume name. */
+  name: string;
+  /** A pool, or `auto`/absent for the pool rule. */
+  pool?: string | undefined;
+  /** Config of a new volume (`volume.create` only). */
+  config?: Record<string, string> | undefined;
+}
+
+/** The `compose.load` result: the resolved file, serialised. */
+export interface ComposeLoadResult {
+  /** The sanitised project name. */
+  name: string;
+  /** The first file's directory (canonical). */
+  base_dir: string;
+  /** The files as given or found. */
+  files: string[];
+  /** The merged file with names and defaults filled. */
+  file: Record<string, unknown>;
 }
 
 /** Builds the engine (see the module doc for the constructor call). */

@@ -35,14 +35,21 @@ import type { NamedVolumeSpec, SandboxSpec } from "./spec.ts";
 export interface Runtime {
   /** The client of the server's default project. */
   incus: IncusClient;
+  /** Monotonic clock. */
   clock: Clock;
   /** Wall-clock milliseconds (stamps). */
   wallNow: () => number;
+  /** The server's working directory. */
   cwd: string;
+  /** The server's environment. */
   env: Readonly<Record<string, string>>;
+  /** Lock root. */
   lockDir: string;
+  /** isb state directory. */
   isbStateDir: string;
+  /** Deadline of the create operation. */
   createTimeoutMs: number;
+  /** How long to wait for another lock holder. */
   lockWaitMs: number;
   /** Probe for taken TCP ports (searched ports). */
   inUse?: ((host: string, port: number) => boolean) | undefined;
@@ -60,11 +67,15 @@ export interface CallOptions {
 
 /** The params every spec-taking method shares (§5.2). */
 export interface SpecParams {
+  /** The sandbox spec (one compose service). */
   spec: SandboxSpec;
   /** Anchors relative bind sources; the server's cwd when absent. */
   base_dir?: string | undefined;
+  /** Named-volume definitions. */
   volumes?: Record<string, NamedVolumeSpec> | undefined;
+  /** Run readiness checks after applying (default true). */
   wait_ready?: boolean | undefined;
+  /** Remove local devices the spec does not mention (default false). */
   prune_devices?: boolean | undefined;
 }
 

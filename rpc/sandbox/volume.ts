@@ -14,23 +14,33 @@ import type { IncusClient, StorageVolume } from "../incus/mod.ts";
 
 /** A volume as the protocol shows it. */
 export interface VolumeInfo {
+  /** Volume name. */
   name: string;
+  /** Its pool. */
   pool: string;
+  /** `filesystem` or `block`. */
   content_type: string;
+  /** Volume config, values as strings. */
   config: Record<string, string>;
+  /** Incus URLs of what uses it. */
   used_by: string[];
 }
 
 /** The result of `volume.create`. */
 export interface VolumeCreated {
+  /** Whether this call created it. */
   created: boolean;
+  /** The pool the rule resolved to. */
   pool: string;
 }
 
 /** One instance `prune` considered. */
 export interface PruneItem {
+  /** The instance. */
   name: string;
+  /** The label value (a host path that is gone). */
   path: string;
+  /** False on a dry run. */
   deleted: boolean;
 }
 
@@ -148,7 +158,9 @@ export async function removeVolume(incus: IncusClient, pool: string, name: strin
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
+  /** The label holding a host path. */
   label: string;
+  /** Report only. */
   dryRun: boolean;
   /** The instances with their labels (already filtered or not). */
   list(): Promise<{ name: string; labels: Record<string, string> }[]>;

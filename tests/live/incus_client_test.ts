@@ -161,6 +161,14 @@ Deno.test({
         },
       );
 
+      await t.step("the HTTPS transport with a client certificate lists and execs", async () => {
+        await withHttps(c, async (remote) => {
+          assert.equal((await remote.getInstance(a)).value.name, a);
+          assert.ok((await remote.listInstances()).some((i) => i.name === a));
+          const r = await remote.execCapture(a, ["cat"], { stdin: "over wss\n" });
+          assert.deepEqual([r.exitCode, text(r.stdout)], [0, "over wss\n"]);
+        });
+      });
       await t.step(
         "stopInstanceOrKill stops, then copy and start emit instance-started",
         async () => {
@@ -188,18 +196,6 @@ Deno.test({
           await assert.rejects(c.getInstance(b), isNotFound);
         },
       );
-
-      await t.step("the HTTPS transport with a client certificate lists and execs", async () => {
-        if ((await c.getInstanceState(a)).status !== "Running") {
-          await c.startInstance(a, { step: `start instance ${a}` });
-        }
-        await withHttps(c, async (remote) => {
-          assert.equal((await remote.getInstance(a)).value.name, a);
-          assert.ok((await remote.listInstances()).some((i) => i.name === a));
-          const r = await remote.execCapture(a, ["cat"], { stdin: "over wss\n" });
-          assert.deepEqual([r.exitCode, text(r.stdout)], [0, "over wss\n"]);
-        });
-      });
     } finally {
       await destroy(c, b);
       await destroy(c, a);

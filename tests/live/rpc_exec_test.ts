@@ -38,12 +38,20 @@ function streaming(rpc: RpcClient, params: Record<string, unknown>) {
 
 /** Deletes `name` whatever state it is in, retrying while Incus is still busy with it. */
 async function removeInstance(incus: IncusClient, name: string): Promise<void> {
+  let absent = 0;
+  let seen = false;
   const until = Date.now() + 120_000;
   while (Date.now() < until) {
     try {
       await incus.getInstance(name);
+      seen = true;
     } catch (e) {
-      if (isNotFound(e)) return;
+      // A create that timed out on our side may still land: look a few times before leaving.
+      if (isNotFound(e) && (seen || ++absent >= 5)) return;
+      if (isNotFound(e)) {
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
     }
     await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
     await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});
