@@ -9,7 +9,8 @@
  *         the bare websocket client (no sessions, streams or envelope decoding): the limit;
  * - cli:  `incus exec NAME -- true`.
  *
- * Run: `deno run -A bench/incus_exec_bench.ts [--iterations 200] [--image debian-base]`.
+ * Run: `deno run -A bench/incus_exec_bench.ts [--iterations 200] [--image debian-base]`
+ * (or `--instance NAME` to reuse a running container you own).
  * Prints per-op median/mean/p90 and the ratios ours/raw (target ≤ 1.2) and ours/cli (< 1).
  *
  * @module
@@ -23,11 +24,12 @@ const { values } = parseArgs({
     iterations: { type: "string", default: "200" },
     image: { type: "string", default: "debian-base" },
     socket: { type: "string", default: "/var/lib/incus/unix.socket" },
+    instance: { type: "string" }, // reuse a running container instead of creating one
   },
 });
 const N = Number(values.iterations);
 const SOCKET = values.socket;
-const name = `bench-exec-${crypto.randomUUID().slice(0, 8)}`;
+const name = values.instance ?? `bench-exec-${crypto.randomUUID().slice(0, 8)}`;
 
 const client = createIncusClient({ socket: SOCKET });
 const http = Deno.createHttpClient({ proxy: { transport: "unix", path: SOCKET } });
@@ -89,9 +91,11 @@ function stats(xs: number[]) {
 }
 
 try {
-  console.log(`creating ${name} from ${values.image}…`);
-  const req = { name, source: { type: "image" as const, alias: values.image }, start: true };
-  await client.createInstance(req, { step: `create instance ${name}` });
+  if (!values.instance) {
+    console.log(`creating ${name} from ${values.image}…`);
+    const req = { name, source: { type: "image" as const, alias: values.image }, start: true };
+    await client.createInstance(req, { step: `create instance ${name}` });
+  }
   for (const m of Object.values(METHODS)) for (let i = 0; i < 5; i++) await m(); // warm-up
   const times: Record<string, number[]> = { ours: [], raw: [], cli: [] };
   const order = Object.keys(METHODS);
@@ -120,8 +124,10 @@ try {
     `  ours/cli: median ${r("ours", "cli", "median")}x, mean ${r("ours", "cli", "mean")}x`,
   );
 } finally {
-  await client.stopInstance(name, { step: `kill ${name}`, force: true }).catch(() => {});
-  await client.deleteInstance(name, { step: `delete ${name}` }).catch((e) => console.error(e));
+  if (!values.instance) {
+    await client.stopInstance(name, { step: `kill ${name}`, force: true }).catch(() => {});
+    await client.deleteInstance(name, { step: `delete ${name}` }).catch((e) => console.error(e));
+  }
   client.close();
   http.close();
 }

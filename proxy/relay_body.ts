@@ -1,13 +1,12 @@
 /**
  * The relay's message pumps. Response heads are read with interim (1xx) ones passed on.
- * Request bodies go upstream as they came (only their end is
- * found, so the next request on the connection starts in the right place). Response bodies
- * are read into one reusable buffer, masked there in place by the {@link Scrubber}, read for
- * usage, counted, and written to the guest from that same buffer: no copy for
- * `content-length` bodies, one copy for chunked ones (the upstream's framing is dropped and
- * the payload chunked again, with the response head sent in the same write as the first
- * bytes). Every write is awaited before the next read, so a slow guest slows the upstream
- * read and nothing piles up in memory.
+ * Request bodies go upstream as they came (only their end is found, so the next request on
+ * the connection starts in the right place). Response bodies are read into one reusable
+ * buffer, masked there in place by the {@link Scrubber}, read for usage, counted, and written
+ * to the guest from that same buffer: no copy for `content-length` bodies, one copy for
+ * chunked ones (the upstream's framing is dropped and the payload chunked again); the
+ * response head goes out in the same write as the first bytes. Every write is awaited before
+ * the next read, so a slow guest slows the upstream read and nothing piles up in memory.
  *
  * @module
  */

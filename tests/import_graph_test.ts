@@ -151,6 +151,9 @@ const PURE = [
   "proxy/counter.ts",
   "proxy/usage.ts",
   "proxy/activity.ts",
+  "proxy/http1.ts",
+  "proxy/chunked.ts",
+  "proxy/scrub.ts",
   "guest/protocol.ts",
 ];
 

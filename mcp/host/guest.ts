@@ -11,7 +11,15 @@
  * @module
  */
 
-import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/mod.ts";
+import {
+  type AsyncReply,
+  bindClient,
+  HttpTransport,
+  type IncusClient,
+  IncusConn,
+  IsbError,
+  type Operation,
+} from "../../rpc/mod.ts";
 
 /** The PATH guests' commands get. */
 export const GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -87,12 +95,24 @@ export async function waitLong(
   return cur;
 }
 
-/** Starts an instance and waits however long incusd takes. */
+/**
+ * Starts an instance and waits however long incusd takes. The start goes over a connection
+ * of its own: on incusd 6.0.4, a start sent over a connection that earlier fetched an
+ * instance (`GET /1.0/instances/<name>`) failed every time in its pre-start hook, after
+ * 30 s (reproduced here; the same calls over separate connections always worked).
+ */
 export async function startLong(client: IncusClient, name: string, step: string): Promise<void> {
-  const r = await client.call("PUT", `/1.0/instances/${encodeURIComponent(name)}/state`, {
-    body: { action: "start", timeout: 60 },
-  });
-  if (r.kind === "async") await waitLong(client, r, { step, deadlineMs: 300_000 });
+  const own = bindClient(
+    new IncusConn(new HttpTransport(client.conn.transport.endpoint), client.project, client.conn.timeouts),
+  );
+  try {
+    const r = await own.call("PUT", `/1.0/instances/${encodeURIComponent(name)}/state`, {
+      body: { action: "start" },
+    });
+    if (r.kind === "async") await waitLong(own, r, { step, deadlineMs: 300_000 });
+  } finally {
+    own.close();
+  }
 }
 
 /** The outcome of a recorded exec. */

@@ -126,6 +126,9 @@ async function drive(session: ExecSession, req: ExecRequest, hooks: ExecHooks) {
   hooks.onStart?.(control);
   const out = pump(session.stdout, "stdout", hooks);
   const err = pump(session.stderr, "stderr", hooks);
+  // Whatever ends the exec first (exit, timeout, a failed wait), these must never reject
+  // unobserved: an unhandled rejection would take the whole server down.
+  for (const p of [feeding, out, err]) p.catch(() => {});
   let killed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -149,9 +152,6 @@ async function drive(session: ExecSession, req: ExecRequest, hooks: ExecHooks) {
     hooks.onExit?.();
   });
   if (killed) {
-    feeding.catch(() => {});
-    out.catch(() => {});
-    err.catch(() => {});
     const ms = req.timeoutMs ?? 0;
     throw new IsbError(
       "exec_timeout",

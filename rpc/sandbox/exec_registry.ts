@@ -47,6 +47,7 @@ export class ExecSlot {
   #chain: Promise<void> = Promise.resolve();
   #onDone: (slot: ExecSlot) => void;
 
+  /** A pending slot; `onDone` runs once when it finishes (the registry forgets it). */
   constructor(key: string, onDone: (slot: ExecSlot) => void) {
     this.key = key;
     this.#onDone = onDone;

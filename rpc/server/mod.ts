@@ -30,7 +30,6 @@ import { IsbError } from "../errors.ts";
 import { encodeLine, lines } from "../jsonl.ts";
 import { log } from "../log.ts";
 import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec_registry.ts";
-import type { Engine } from "../sandbox/mod.ts";
 import { PROTOCOL, VERSION } from "../version.ts";
 import { type CallContext, type EventName, type Handler, toWire } from "./dispatch.ts";
 import { composeMethods } from "./methods/compose.ts";
@@ -40,9 +39,16 @@ import { sandboxMethods } from "./methods/sandbox.ts";
 import { volumeMethods } from "./methods/volume.ts";
 
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
+export type {
+  ControlOp,
+  ExecControl,
+  ExecRegistry,
+  ExecSlot,
+} from "../sandbox/exec_registry.ts";
 
 /** Every method of the protocol (the 29 of §17.6): the group tables merged. */
-export const METHODS: Readonly<Record<string, Handler<Engine>>> = Object.freeze({
+// deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)
+export const METHODS: Readonly<Record<string, Handler<any>>> = Object.freeze({
   ...generalMethods,
   ...sandboxMethods,
   ...execMethods,
@@ -113,7 +119,7 @@ interface Request {
 }
 
 /** Decodes one line as a request, or returns the `bad_request` error. */
-export function parseRequest(line: string): Request | IsbError {
+function parseRequest(line: string): Request | IsbError {
   let value: unknown;
   try {
     value = JSON.parse(line);

@@ -6,7 +6,7 @@ import { FakeExecClient } from "../../tests/fakes/exec_client.ts";
 import { startFakeIncusd } from "../../tests/fakes/incusd.ts";
 import { type Handler, method } from "./dispatch.ts";
 import type { ExecEngine } from "./methods/exec.ts";
-import { hello, METHODS, parseRequest, serveRpc } from "./mod.ts";
+import { hello, METHODS, serveRpc } from "./mod.ts";
 
 type Line = Record<string, unknown>;
 
@@ -118,14 +118,6 @@ Deno.test("serveRpc answers lines that are not requests with bad_request and id 
     assert.ok(!("data" in err));
   });
   assert.equal(lines.at(-1)?.id, "after");
-});
-
-Deno.test("parseRequest defaults id and params to null", () => {
-  assert.deepEqual(parseRequest('{"method":"version"}'), {
-    id: null,
-    method: "version",
-    params: null,
-  });
 });
 
 Deno.test("an unknown method answers protocol, also for Object.prototype names", async () => {
