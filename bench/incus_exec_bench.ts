@@ -96,24 +96,31 @@ try {
     const req = { name, source: { type: "image" as const, alias: values.image }, start: true };
     await client.createInstance(req, { step: `create instance ${name}` });
   }
-  for (const m of Object.values(METHODS)) for (let i = 0; i < 5; i++) await m(); // warm-up
+  for (const m of Object.values(METHODS)) for (let i = 0; i < 5; i++) await m().catch(() => {});
   const times: Record<string, number[]> = { ours: [], raw: [], cli: [] };
+  const failures: Record<string, number> = {};
   const order = Object.keys(METHODS);
   for (let i = 0; i < N; i++) {
     for (let j = 0; j < order.length; j++) {
       const k = order[(i + j) % order.length]!;
       const t0 = performance.now();
-      await METHODS[k]!();
-      times[k]!.push(performance.now() - t0);
+      try {
+        await METHODS[k]!();
+        times[k]!.push(performance.now() - t0);
+      } catch (e) {
+        failures[k] = (failures[k] ?? 0) + 1; // a stalled shared daemon must not end the run
+        console.error(`${k}: ${e instanceof Error ? e.message : e}`);
+      }
     }
   }
   const st = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)]));
   console.log(`exec of \`true\`, ${N} iterations each (ms):`);
   for (const [k, s] of Object.entries(st)) {
+    if (!times[k]!.length) continue;
     console.log(
       `  ${k.padEnd(5)} median ${s.median.toFixed(2).padStart(7)}  mean ${
         s.mean.toFixed(2).padStart(7)
-      }  p90 ${s.p90.toFixed(2).padStart(7)}`,
+      }  p90 ${s.p90.toFixed(2).padStart(7)}  (n=${times[k]!.length}, failed ${failures[k] ?? 0})`,
     );
   }
   const r = (a: string, b: string, f: "median" | "mean") => (st[a]![f] / st[b]![f]).toFixed(2);

@@ -7,12 +7,13 @@
  */
 
 import {
-  type BuildEvent,
   bridgeGateway,
+  type BuildEvent,
   buildTemplates,
   loadDefinitions,
   readHostConfig,
   resolveChain,
+  SLOW_DAEMON_MS,
 } from "../mcp/mod.ts";
 import { DEFAULT_HOSTS, loadProxyConfig, type ProxyConfig } from "../proxy/mod.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../rpc/mod.ts";
@@ -58,9 +59,12 @@ export function guestFlags(): string[] {
 
 /** Every domain the proxy intercepts under this config (guests reach them directly). */
 export function interceptedDomains(config: ProxyConfig): string[] {
-  const hosts = { ...DEFAULT_HOSTS, ...Object.fromEntries(
-    Object.entries(config.hosts ?? {}).filter(([, v]) => v !== undefined),
-  ) } as Record<string, readonly string[]>;
+  const hosts = {
+    ...DEFAULT_HOSTS,
+    ...Object.fromEntries(
+      Object.entries(config.hosts ?? {}).filter(([, v]) => v !== undefined),
+    ),
+  } as Record<string, readonly string[]>;
   return [...new Set([...Object.values(hosts).flat(), ...config.domains])].sort();
 }
 
@@ -110,7 +114,12 @@ function printer(quiet: boolean): (e: BuildEvent) => void {
 export async function runBuild(
   ctx: CliContext,
   client: IncusClient,
-  opts: { names: string[]; withParents?: boolean; outOfSync?: boolean; onEvent: (e: BuildEvent) => void },
+  opts: {
+    names: string[];
+    withParents?: boolean;
+    outOfSync?: boolean;
+    onEvent: (e: BuildEvent) => void;
+  },
 ): Promise<number> {
   const { configDir, stateDir, cacheDir, cwd, home } = ctx.perm;
   const host = readHostConfig(configDir, home);
@@ -152,7 +161,11 @@ export const buildCommand: Command = {
     if (!positionals.length && !values["out-of-sync"]) {
       throw new UsageError("name at least one template (or use --out-of-sync)");
     }
-    const client = createIncusClient({ socket: ctx.global.socket, project: ctx.global.project ?? "" });
+    const client = createIncusClient({
+      socket: ctx.global.socket,
+      project: ctx.global.project ?? "",
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     try {
       await runBuild(ctx, client, {
         names: positionals,

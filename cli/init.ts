@@ -6,7 +6,7 @@
  * @module
  */
 
-import { initHost, readHostConfig } from "../mcp/mod.ts";
+import { initHost, readHostConfig, SLOW_DAEMON_MS } from "../mcp/mod.ts";
 import { ensureCa } from "../proxy/mod.ts";
 import { createIncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs } from "./args.ts";
@@ -48,7 +48,11 @@ export const initCommand: Command = {
       const answer = prompt("Continue? [Y/n]");
       if (answer !== null && /^n/i.test(answer.trim())) return 1;
     }
-    const client = createIncusClient({ socket: ctx.global.socket, project: ctx.global.project ?? "" });
+    const client = createIncusClient({
+      socket: ctx.global.socket,
+      project: ctx.global.project ?? "",
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     try {
       const bridge = readHostConfig(configDir, ctx.perm.home).bridge;
       const steps = await initHost({ configDir, stateDir }, { client, bridge });
@@ -60,13 +64,23 @@ export const initCommand: Command = {
       });
       let failed = false;
       for (const s of steps) {
-        const mark = { created: "created", kept: "kept   ", ok: "ok     ", warning: "WARNING", error: "ERROR  " }[
+        const mark = {
+          created: "created",
+          kept: "kept   ",
+          ok: "ok     ",
+          warning: "WARNING",
+          error: "ERROR  ",
+        }[
           s.outcome
         ];
         out(`${mark}  ${s.what}${s.note ? `: ${s.note}` : ""}`);
         if (s.outcome === "error") failed = true;
       }
-      if (!failed) out("\nNext: isx build tpl-minimal (or tpl-dev, tpl-agents), then isx branch <name> --from <template>");
+      if (!failed) {
+        out(
+          "\nNext: isx build tpl-minimal (or tpl-dev, tpl-agents), then isx branch <name> --from <template>",
+        );
+      }
       return failed ? 1 : 0;
     } finally {
       client.close();

@@ -17,11 +17,18 @@ import {
   type NetworkMode,
   readHostConfig,
   shellExec,
+  SLOW_DAEMON_MS,
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/mod.ts";
 import { loadProxyConfig } from "../proxy/mod.ts";
-import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
+import {
+  createIncusClient,
+  type ExecOptions,
+  type ExecSession,
+  type IncusClient,
+  IsbError,
+} from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 
@@ -30,8 +37,15 @@ function out(line: string): void {
   console.log(line);
 }
 
-async function withClient(ctx: CliContext, fn: (c: IncusClient) => Promise<number>): Promise<number> {
-  const client = createIncusClient({ socket: ctx.global.socket, project: ctx.global.project ?? "" });
+async function withClient(
+  ctx: CliContext,
+  fn: (c: IncusClient) => Promise<number>,
+): Promise<number> {
+  const client = createIncusClient({
+    socket: ctx.global.socket,
+    project: ctx.global.project ?? "",
+    timeouts: { requestMs: SLOW_DAEMON_MS },
+  });
   try {
     return await fn(client);
   } finally {
@@ -99,8 +113,10 @@ Options:
       });
       if (values.json) out(JSON.stringify(r));
       else {
-        out(`${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
-          `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`);
+        out(
+          `${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
+            `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
+        );
       }
       return 0;
     });
@@ -126,7 +142,9 @@ Options:
     return withClient(ctx, async (client) => {
       const rows = await listIsxInstances(client);
       if (values.json) out(JSON.stringify(rows, null, 2));
-      else out(rows.length ? formatTable(rows) : "No templates or instances yet (isx build tpl-minimal)");
+      else {out(
+          rows.length ? formatTable(rows) : "No templates or instances yet (isx build tpl-minimal)",
+        );}
       return 0;
     });
   },
@@ -172,7 +190,8 @@ export const stopCommand = lifecycle(
   "stop",
   "stop instances",
   "Stops instances cleanly (forcibly after 15 s).",
-  async (c, n, force) => `${n}: ${(await stopIsxInstance(c, n, { force })) ? "stopped" : "already stopped"}`,
+  async (c, n, force) =>
+    `${n}: ${(await stopIsxInstance(c, n, { force })) ? "stopped" : "already stopped"}`,
 );
 
 /** `isx destroy`. */
@@ -186,6 +205,21 @@ export const destroyCommand = lifecycle(
   },
 );
 
+/** Opens the exec; a failed websocket upgrade means the shell never started, so retry. */
+async function openSession(
+  client: IncusClient,
+  name: string,
+  exec: ExecOptions,
+): Promise<ExecSession> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await client.exec(name, exec);
+    } catch (e) {
+      if (!(e instanceof IsbError) || !/websocket/.test(e.message) || attempt >= 3) throw e;
+    }
+  }
+}
+
 async function interact(client: IncusClient, name: string, ctx: CliContext): Promise<number> {
   const tty = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
   const size = tty ? Deno.consoleSize() : { columns: 80, rows: 24 };
@@ -194,7 +228,7 @@ async function interact(client: IncusClient, name: string, ctx: CliContext): Pro
     height: size.rows,
     term: ctx.env.TERM ?? "",
   });
-  const session = await client.exec(name, exec);
+  const session = await openSession(client, name, exec);
   const enc = new TextEncoder();
   if (Deno.stdout.isTerminal()) Deno.stdout.writeSync(enc.encode(`\x1b]0;${title}\x07`));
   if (tty) Deno.stdin.setRaw(true);

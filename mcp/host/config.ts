@@ -24,11 +24,13 @@ export interface HostConfig {
 /** The default bridge. */
 export const DEFAULT_BRIDGE = "incusbr0";
 
-
 function strings(file: string, field: string, v: unknown): string[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
-    throw new IsbError("invalid", `config file "${file}": field "${field}": expected a list of strings`);
+    throw new IsbError(
+      "invalid",
+      `config file "${file}": field "${field}": expected a list of strings`,
+    );
   }
   return v as string[];
 }
@@ -76,7 +78,10 @@ export function parseHostConfig(
   }
   const bridge = proxy.bridge ?? DEFAULT_BRIDGE;
   if (typeof bridge !== "string" || !/^[A-Za-z0-9_.-]{1,15}$/.test(bridge)) {
-    throw new IsbError("invalid", `config file "${file}": field "proxy.bridge": expected a network name`);
+    throw new IsbError(
+      "invalid",
+      `config file "${file}": field "proxy.bridge": expected a network name`,
+    );
   }
   return {
     searchPaths: strings(file, "templates.searchPaths", tpl.searchPaths).map((p) =>
@@ -88,7 +93,8 @@ export function parseHostConfig(
 }
 
 /** The text `isx init` writes as config.yaml. */
-export const CONFIG_TEMPLATE = `# isx configuration. \`isx init\` wrote this file once; it never overwrites it.
+export const CONFIG_TEMPLATE =
+  `# isx configuration. \`isx init\` wrote this file once; it never overwrites it.
 
 # Template and tool definitions are read from, in order: the built-ins, this
 # directory's templates/ and tools/, each search path below (laid out the same way),
@@ -114,7 +120,8 @@ mcp:
 `;
 
 /** The text `isx init` writes as credentials.yaml (mode 0600). */
-export const CREDENTIALS_TEMPLATE = `# Real credentials, read only by the proxy (isx proxy). They never enter an
+export const CREDENTIALS_TEMPLATE =
+  `# Real credentials, read only by the proxy (isx proxy). They never enter an
 # instance: guests hold placeholders and the proxy swaps the real value in on the
 # way out. Keep this file mode 0600 (the proxy refuses a wider mode).
 #

@@ -21,6 +21,10 @@ import {
   type Operation,
 } from "../../rpc/mod.ts";
 
+/** Request deadline for the isx commands' Incus client: a busy incusd was seen answering
+ * plain GETs after 30-98 s on the build machines, which the default 30 s turns into errors. */
+export const SLOW_DAEMON_MS = 120_000;
+
 /** The PATH guests' commands get. */
 export const GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -76,7 +80,10 @@ export async function waitLong(
   let cur: Operation = op.metadata;
   while (cur.status_code < 200) {
     if (Date.now() > until) {
-      throw new IsbError("operation_timeout", `${opts.step}: still ${cur.status} after ${opts.deadlineMs} ms`);
+      throw new IsbError(
+        "operation_timeout",
+        `${opts.step}: still ${cur.status} after ${opts.deadlineMs} ms`,
+      );
     }
     try {
       const r = await client.call("GET", `/1.0/operations/${id}/wait`, {
@@ -103,11 +110,16 @@ export async function waitLong(
  */
 export async function startLong(client: IncusClient, name: string, step: string): Promise<void> {
   const own = bindClient(
-    new IncusConn(new HttpTransport(client.conn.transport.endpoint), client.project, client.conn.timeouts),
+    new IncusConn(
+      new HttpTransport(client.conn.transport.endpoint),
+      client.project,
+      client.conn.timeouts,
+    ),
   );
   try {
     const r = await own.call("PUT", `/1.0/instances/${encodeURIComponent(name)}/state`, {
       body: { action: "start" },
+      timeoutMs: 120_000,
     });
     if (r.kind === "async") await waitLong(own, r, { step, deadlineMs: 300_000 });
   } finally {
@@ -151,7 +163,10 @@ export async function execRecorded(
   if (r.kind !== "async") {
     throw new IsbError("protocol", `${opts.step}: exec answered without an operation`);
   }
-  const op = await waitLong(client, r, { step: opts.step, deadlineMs: opts.deadlineMs ?? 3_600_000 });
+  const op = await waitLong(client, r, {
+    step: opts.step,
+    deadlineMs: opts.deadlineMs ?? 3_600_000,
+  });
   const meta = (op.metadata ?? {}) as { return?: number; output?: Record<string, string> };
   const read = async (fd: string) => {
     const path = meta.output?.[fd];
@@ -263,7 +278,10 @@ export async function waitForIpv4(
       throw new IsbError("not_ready", `wait for an IPv4 address of "${name}": it is ${st.status}`);
     }
     if (Date.now() > until) {
-      throw new IsbError("not_ready", `wait for an IPv4 address of "${name}": none after ${limit} ms`);
+      throw new IsbError(
+        "not_ready",
+        `wait for an IPv4 address of "${name}": none after ${limit} ms`,
+      );
     }
     await sleep(opts.stepMs ?? 25);
   }
@@ -285,7 +303,10 @@ export async function waitForRun(
       if (!(e instanceof IsbError) || e.code !== "not_found") throw e;
     }
     if (Date.now() > until) {
-      throw new IsbError("not_ready", `wait for systemd in "${name}": /run is not mounted after ${limit} ms`);
+      throw new IsbError(
+        "not_ready",
+        `wait for systemd in "${name}": /run is not mounted after ${limit} ms`,
+      );
     }
     await sleep(20);
   }
@@ -299,7 +320,10 @@ export async function stopReliably(
 ): Promise<void> {
   try {
     if (opts.force) await client.stopInstance(name, { step: `stop ${name}`, force: true });
-    else await client.stopInstanceOrKill(name, { step: `stop ${name}`, timeoutSecs: opts.timeoutSecs ?? 30 });
+    else {await client.stopInstanceOrKill(name, {
+        step: `stop ${name}`,
+        timeoutSecs: opts.timeoutSecs ?? 30,
+      });}
     return;
   } catch (e) {
     const until = Date.now() + 30_000;
@@ -314,9 +338,17 @@ export async function stopReliably(
 }
 
 /** Looks up a guest user by name (`getent passwd`). */
-export async function guestUser(client: IncusClient, name: string, user: string): Promise<GuestUser> {
-  const out = await capture(client, name, ["getent", "passwd", user], { step: `look up user ${user}` });
+export async function guestUser(
+  client: IncusClient,
+  name: string,
+  user: string,
+): Promise<GuestUser> {
+  const out = await capture(client, name, ["getent", "passwd", user], {
+    step: `look up user ${user}`,
+  });
   const f = out.trim().split(":");
-  if (f.length < 7) throw new IsbError("not_found", `look up user ${user} in "${name}": no such user`);
+  if (f.length < 7) {
+    throw new IsbError("not_found", `look up user ${user} in "${name}": no such user`);
+  }
   return { name: user, uid: Number(f[2]), gid: Number(f[3]), home: f[5]! };
 }

@@ -73,7 +73,9 @@ export async function initHost(dirs: InitDirs, opts: InitOptions): Promise<InitS
     steps.push({
       what: creds,
       outcome: "warning",
-      note: `mode 0${mode.toString(8)} lets other users read it; the proxy refuses it: run chmod 600 "${creds}"`,
+      note: `mode 0${
+        mode.toString(8)
+      } lets other users read it; the proxy refuses it: run chmod 600 "${creds}"`,
     });
   }
   ensureDir(dirs.stateDir, 0o700, steps);
@@ -114,7 +116,11 @@ export async function checkIncus(opts: InitOptions): Promise<InitStep[]> {
     const cow = pools.filter((p) => ["btrfs", "zfs", "lvm", "lvmcluster"].includes(p.driver));
     steps.push(
       cow.length
-        ? { what: "storage", outcome: "ok", note: `copy-on-write pool ${cow[0]!.name} (${cow[0]!.driver})` }
+        ? {
+          what: "storage",
+          outcome: "ok",
+          note: `copy-on-write pool ${cow[0]!.name} (${cow[0]!.driver})`,
+        }
         : {
           what: "storage",
           outcome: "warning",

@@ -13,7 +13,7 @@ import { copyConfig, readStamps, STAMP } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
-import { type NetworkMode, networkDevices, type ProxyPlace } from "./network.ts";
+import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
 import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
 
 /** Resource limits of an instance. */
@@ -72,7 +72,10 @@ export function limitsConfig(limits: Limits | undefined): Record<string, string>
 }
 
 /** Copies a built template into a new running instance. */
-export async function branchInstance(client: IncusClient, opts: BranchOptions): Promise<BranchResult> {
+export async function branchInstance(
+  client: IncusClient,
+  opts: BranchOptions,
+): Promise<BranchResult> {
   const started = Date.now();
   let tpl;
   try {
@@ -111,13 +114,20 @@ export async function branchInstance(client: IncusClient, opts: BranchOptions): 
     await client.createInstance({
       name: opts.name,
       source: { type: "copy", source: opts.template, instance_only: true },
-      config: { ...copyConfig(tpl.config, stamps), ...secretStamp(secret), ...limitsConfig(opts.limits) },
+      config: {
+        ...copyConfig(tpl.config, stamps),
+        ...secretStamp(secret),
+        ...limitsConfig(opts.limits),
+      },
       devices,
       description: `isx instance of ${opts.template}`,
     }, { step: `copy ${opts.template} to ${opts.name}` });
   } catch (e) {
     if (e instanceof IsbError && e.code === "already_exists") {
-      throw new IsbError("already_exists", `branch "${opts.name}": an instance of that name exists`);
+      throw new IsbError(
+        "already_exists",
+        `branch "${opts.name}": an instance of that name exists`,
+      );
     }
     throw e;
   }
@@ -131,7 +141,9 @@ export async function branchInstance(client: IncusClient, opts: BranchOptions): 
     ]);
   } catch (e) {
     // a branch that cannot start is useless: remove it rather than leave a half-made one
-    await client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }).catch(() => {});
+    await client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }).catch(
+      () => {},
+    );
     await client.deleteInstance(opts.name, { step: `delete ${opts.name}` }).catch(() => {});
     throw explainStart(e, network);
   }

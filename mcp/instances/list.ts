@@ -26,7 +26,11 @@ export interface ListRecord {
   mcp_purpose: string | null;
 }
 
-const KIND: Record<string, ListRecord["kind"]> = { base: "template", build: "build", instance: "instance" };
+const KIND: Record<string, ListRecord["kind"]> = {
+  base: "template",
+  build: "build",
+  instance: "instance",
+};
 
 function ipOf(state: InstanceState | undefined): string | null {
   for (const [dev, n] of Object.entries(state?.network ?? {})) {
@@ -91,12 +95,18 @@ export function formatTable(rows: readonly ListRecord[]): string {
     r.ip ?? "-",
     r.network ?? "-",
     ...(mcp
-      ? [r.mcp_state === null ? "-" : flat(
-        r.mcp_state === "orphaned" ? "orphaned" : `${r.mcp_state}${r.mcp_purpose ? ": " + r.mcp_purpose : ""}`,
-      )]
+      ? [
+        r.mcp_state === null ? "-" : flat(
+          r.mcp_state === "orphaned"
+            ? "orphaned"
+            : `${r.mcp_state}${r.mcp_purpose ? ": " + r.mcp_purpose : ""}`,
+        ),
+      ]
       : []),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  return [head, ...body].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd())
+  return [head, ...body].map((cols) =>
+    cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()
+  )
     .join("\n");
 }

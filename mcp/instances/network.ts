@@ -9,7 +9,13 @@
  * @module
  */
 
-import { type AclRule, type Device, type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import {
+  type AclRule,
+  type Device,
+  type IncusClient,
+  IsbError,
+  isNotFound,
+} from "../../rpc/mod.ts";
 
 /** An instance's network mode. */
 export type NetworkMode = "full" | "proxy-only" | "airgap";
@@ -35,7 +41,10 @@ export async function bridgeGateway(client: IncusClient, bridge: string): Promis
   }
   const ip = addr?.split("/")[0];
   if (!ip || ip === "none" || ip === "auto") {
-    throw new IsbError("invalid", `read the gateway of bridge "${bridge}": ipv4.address is "${addr ?? ""}"`);
+    throw new IsbError(
+      "invalid",
+      `read the gateway of bridge "${bridge}": ipv4.address is "${addr ?? ""}"`,
+    );
   }
   return ip;
 }

@@ -66,7 +66,10 @@ async function agentGid(client: IncusClient, name: string): Promise<number> {
     const f = line.split(":");
     if (f[0] === AGENT_USER && f[2]) return Number(f[2]);
   }
-  throw new IsbError("not_found", `write the instance secret of "${name}": it has no ${AGENT_USER} group`);
+  throw new IsbError(
+    "not_found",
+    `write the instance secret of "${name}": it has no ${AGENT_USER} group`,
+  );
 }
 
 /**

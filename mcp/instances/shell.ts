@@ -19,7 +19,10 @@ export async function shellExec(
 ): Promise<{ exec: ExecOptions; title: string }> {
   const inst = (await client.getInstance(name)).value;
   if (inst.status !== "Running") {
-    throw new IsbError("not_ready", `open a shell in "${name}": it is ${inst.status} (isx start ${name})`);
+    throw new IsbError(
+      "not_ready",
+      `open a shell in "${name}": it is ${inst.status} (isx start ${name})`,
+    );
   }
   const s = readStamps(inst.config);
   const user = await guestUser(client, name, AGENT_USER);

@@ -86,7 +86,8 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
   const log = `${ctx.logDir}/${name}-${new Date().toISOString().replace(/[:.]/g, "-")}.log`;
   const logFile = Deno.openSync(log, { create: true, append: true });
   const enc = new TextEncoder();
-  const write = (line: string) => logFile.writeSync(enc.encode(`${new Date().toISOString()} ${line}\n`));
+  const write = (line: string) =>
+    logFile.writeSync(enc.encode(`${new Date().toISOString()} ${line}\n`));
   const note = (line: string) => {
     write(line);
     ctx.onEvent({ kind: "note", template: name, line });
@@ -95,7 +96,9 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
   let at = "create the build instance";
   try {
     ctx.onEvent({ kind: "start", template: name, instance: tmp, log });
-    if (await removeInstance(ctx.client, tmp)) note(`removed the leftover ${tmp} of an earlier build`);
+    if (await removeInstance(ctx.client, tmp)) {
+      note(`removed the leftover ${tmp} of an earlier build`);
+    }
     const stamps = { [STAMP.type]: "build", [STAMP.profile]: name };
     let parentBuild = "";
     if (parent === undefined) {
@@ -137,7 +140,13 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     for (const [i, step] of steps.entries()) {
       at = `step ${i + 1}/${steps.length} (${step.label})`;
       write(`[${i + 1}/${steps.length}] ${step.label}`);
-      ctx.onEvent({ kind: "step", template: name, index: i + 1, total: steps.length, label: step.label });
+      ctx.onEvent({
+        kind: "step",
+        template: name,
+        index: i + 1,
+        total: steps.length,
+        label: step.label,
+      });
       await runStep(sctx, step);
       if (!sctx.agent && step.kind === "script" && step.user === "root" && i < steps.length - 1) {
         try {
@@ -169,7 +178,9 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     }, { step: `stamp ${tmp}` });
     if (await removeInstance(ctx.client, name)) note(`replaced the previous build of ${name}`);
     const op = await ctx.client.call("POST", `/1.0/instances/${tmp}`, { body: { name } });
-    if (op.kind === "async") await ctx.client.waitOperation(op, { step: `rename ${tmp} to ${name}` });
+    if (op.kind === "async") {
+      await ctx.client.waitOperation(op, { step: `rename ${tmp} to ${name}` });
+    }
     const ms = Date.now() - started;
     note(`built ${name} in ${(ms / 1000).toFixed(1)} s`);
     ctx.onEvent({ kind: "done", template: name, ms });

@@ -61,7 +61,10 @@ export async function runHost(
   const stderr = new TextDecoder().decode(out.stderr).trim();
   if (!out.success) {
     const tail = stderr.split("\n").slice(-5).join(" | ");
-    throw new IsbError("operation_failed", `${cmd} ${args.slice(0, 2).join(" ")}: exit ${out.code}: ${tail}`);
+    throw new IsbError(
+      "operation_failed",
+      `${cmd} ${args.slice(0, 2).join(" ")}: exit ${out.code}: ${tail}`,
+    );
   }
   return new TextDecoder().decode(out.stdout);
 }
@@ -87,7 +90,11 @@ export async function resolveNpmVersion(
   tools: HostTools,
 ): Promise<string> {
   if (EXACT.test(spec)) return spec;
-  const out = await runHost("npm", ["view", `${pkg}@${spec}`, "version", "--json"], npmEnv(cacheDir, tools));
+  const out = await runHost(
+    "npm",
+    ["view", `${pkg}@${spec}`, "version", "--json"],
+    npmEnv(cacheDir, tools),
+  );
   let v: unknown;
   try {
     v = JSON.parse(out);
@@ -161,9 +168,17 @@ export async function fetchNpm(
       meta = metaOf(JSON.parse(Deno.readTextFileSync(pj)));
       await runHost("tar", ["-cf", `${tmp}/out`, "-C", `${tmp}/tree`, "."], t);
     } else {
-      const out = await runHost("npm", ["pack", `${want.pkg}@${version}`, "--pack-destination", tmp, "--json"], t);
+      const out = await runHost("npm", [
+        "pack",
+        `${want.pkg}@${version}`,
+        "--pack-destination",
+        tmp,
+        "--json",
+      ], t);
       const packed = (JSON.parse(out) as { filename: string }[])[0]?.filename;
-      if (!packed) throw new IsbError("operation_failed", `npm pack ${want.pkg}@${version}: no tarball`);
+      if (!packed) {
+        throw new IsbError("operation_failed", `npm pack ${want.pkg}@${version}: no tarball`);
+      }
       const tgz = `${tmp}/${packed.replace(/^@[^/]+\//, "").replace("/", "-")}`;
       const pj = await runHost("tar", ["-xzOf", tgz, "package/package.json"], t);
       meta = metaOf(JSON.parse(pj));

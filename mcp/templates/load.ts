@@ -15,7 +15,13 @@
 import { load as parseYaml } from "js-yaml";
 import { IsbError } from "../../rpc/mod.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
-import { type FileDef, parseTemplate, parseTool, type TemplateDef, type ToolDef } from "./schema.ts";
+import {
+  type FileDef,
+  parseTemplate,
+  parseTool,
+  type TemplateDef,
+  type ToolDef,
+} from "./schema.ts";
 
 /** Where a definition came from. */
 export type LayerKind = "builtin" | "user" | "search" | "project";
@@ -104,7 +110,10 @@ function resolveFiles(
     if (f.content !== undefined) data = new TextEncoder().encode(f.content);
     else {
       if (baseDir === undefined) {
-        throw new IsbError("invalid", `definition "${file}": field "files[${i}].source": not allowed here`);
+        throw new IsbError(
+          "invalid",
+          `definition "${file}": field "files[${i}].source": not allowed here`,
+        );
       }
       const src = f.source!.startsWith("/") ? f.source! : `${baseDir}/${f.source}`;
       try {
@@ -112,7 +121,9 @@ function resolveFiles(
       } catch (e) {
         throw new IsbError(
           "invalid",
-          `definition "${file}": field "files[${i}].source": cannot read "${src}": ${(e as Error).message}`,
+          `definition "${file}": field "files[${i}].source": cannot read "${src}": ${
+            (e as Error).message
+          }`,
         );
       }
     }

@@ -40,7 +40,13 @@ export interface PlanOptions {
 /** One planned build and why. */
 export interface PlannedBuild {
   name: string;
-  reason: "requested" | "missing" | "changed" | "parent-changed" | "parent-rebuilt" | "with-parents";
+  reason:
+    | "requested"
+    | "missing"
+    | "changed"
+    | "parent-changed"
+    | "parent-rebuilt"
+    | "with-parents";
 }
 
 /**

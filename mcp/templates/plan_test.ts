@@ -40,7 +40,10 @@ Deno.test("freshness tells missing, current, changed and parent-changed apart", 
   assert.equal(freshness("h", { ...built, [STAMP.type]: "build" }, parent), "missing");
   assert.equal(freshness("h", built, parent), "current");
   assert.equal(freshness("x", built, parent), "changed");
-  assert.equal(freshness("h", built, { name: "p", built: { [STAMP.buildId]: "p2" } }), "parent-changed");
+  assert.equal(
+    freshness("h", built, { name: "p", built: { [STAMP.buildId]: "p2" } }),
+    "parent-changed",
+  );
 });
 
 const CASES: {
@@ -51,7 +54,12 @@ const CASES: {
   opts?: { withParents?: boolean; outOfSync?: boolean };
   want: string[];
 }[] = [
-  { name: "a missing chain is built parents first", built: [], names: ["c"], want: ["a", "b", "c"] },
+  {
+    name: "a missing chain is built parents first",
+    built: [],
+    names: ["c"],
+    want: ["a", "b", "c"],
+  },
   { name: "built parents are kept", built: ["a", "b"], names: ["c"], want: ["c"] },
   { name: "a requested template is rebuilt", built: ["a", "b", "c"], names: ["b"], want: ["b"] },
   {

@@ -194,7 +194,11 @@ function canonical(v: unknown): unknown {
  * `network` or `limits`, which a build does not use), its tools with their parameters, the
  * bytes of every file, and its parent's hash (so editing a parent changes every child).
  */
-export function definitionHash(t: Loaded<TemplateDef>, tools: ToolUse[], parentHash: string): string {
+export function definitionHash(
+  t: Loaded<TemplateDef>,
+  tools: ToolUse[],
+  parentHash: string,
+): string {
   const { description: _d, network: _n, limits: _l, files: _f, ...own } = t.def;
   const toolPart = tools.map(({ tool, params }) => {
     const { description: _td, files: _tf, ...rest } = tool.def;

@@ -5,7 +5,9 @@ import { buildOrder, resolveChain, templateChain } from "./resolve.ts";
 import { parseTemplate, parseTool } from "./schema.ts";
 
 /** Built-ins plus extra definitions given as YAML text, as if from the user layer. */
-function defs(extra: { templates?: Record<string, string>; tools?: Record<string, string> }): Definitions {
+function defs(
+  extra: { templates?: Record<string, string>; tools?: Record<string, string> },
+): Definitions {
   const d = builtinDefinitions();
   for (const [name, text] of Object.entries(extra.tools ?? {})) {
     const file = `/u/tools/${name}.yaml`;
@@ -36,7 +38,12 @@ Deno.test("resolveChain of tpl-agents installs node once, in tpl-dev", () => {
   assert.deepEqual(chain.map((l) => l.template.def.name), ["tpl-minimal", "tpl-dev", "tpl-agents"]);
   assert.deepEqual(chain[0]!.tools.map((u) => u.tool.def.name), ["isx"]);
   assert.deepEqual(chain[1]!.tools.map((u) => u.tool.def.name), ["git", "node"]);
-  assert.deepEqual(chain[2]!.tools.map((u) => u.tool.def.name), ["claude", "codex", "pi", "opencode"]);
+  assert.deepEqual(chain[2]!.tools.map((u) => u.tool.def.name), [
+    "claude",
+    "codex",
+    "pi",
+    "opencode",
+  ]);
   assert.deepEqual(chain[2]!.allTools, ["isx", "git", "node", "claude", "codex", "pi", "opencode"]);
 });
 
@@ -86,7 +93,10 @@ Deno.test("templateChain refuses a root without image and an unknown template", 
 
 Deno.test("resolveChain refuses a parameter the tool does not take", () => {
   const d = defs({ templates: { t: "parent: tpl-dev\ntools: [{name: claude, modle: x}]" } });
-  assert.match(refusal(() => resolveChain(d, "t")), /field "tools\[0\]\.modle": tool "claude" takes model/);
+  assert.match(
+    refusal(() => resolveChain(d, "t")),
+    /field "tools\[0\]\.modle": tool "claude" takes model/,
+  );
 });
 
 Deno.test("resolveChain applies parameter defaults and template values", () => {

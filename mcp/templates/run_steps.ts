@@ -104,7 +104,9 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
     });
   }
   if (debs.length) {
-    ctx.host.log(`apt: ${debs.length - missing.length} of ${debs.length} packages from the host cache`);
+    ctx.host.log(
+      `apt: ${debs.length - missing.length} of ${debs.length} packages from the host cache`,
+    );
   }
   const install = 'apt-get install -y -q --no-install-recommends "$@"';
   const code = await runScript(ctx.client, ctx.instance, install, {
@@ -126,10 +128,16 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
 }
 
 async function npm(ctx: StepContext, step: Extract<Step, { kind: "npm" }>): Promise<void> {
-  const art = await fetchNpm(ctx.cacheDir, { pkg: step.pkg, version: step.version, install: step.install }, ctx.host);
+  const art = await fetchNpm(ctx.cacheDir, {
+    pkg: step.pkg,
+    version: step.version,
+    install: step.install,
+  }, ctx.host);
   ctx.host.log(`${step.pkg}@${art.version}${art.hit ? " (cached on the host)" : ""}`);
   const tarball = await stage(ctx, Deno.readFileSync(art.file), art.file.split("/").pop()!);
-  const bins = Object.entries(art.bins).filter(([n, p]) => /^[A-Za-z0-9._-]+$/.test(n) && !/[=\n]/.test(p));
+  const bins = Object.entries(art.bins).filter(([n, p]) =>
+    /^[A-Za-z0-9._-]+$/.test(n) && !/[=\n]/.test(p)
+  );
   await script(ctx, NPM_UNPACK, {
     label: step.label,
     env: {
@@ -183,7 +191,9 @@ export async function runStep(ctx: StepContext, step: Step): Promise<void> {
       return await file(ctx, step);
     case "script": {
       const user = step.user === "agentuser" ? ctx.agent : ROOT;
-      if (!user) throw new IsbError("invalid", `step "${step.label}": ${AGENT_USER} does not exist yet`);
+      if (!user) {
+        throw new IsbError("invalid", `step "${step.label}": ${AGENT_USER} does not exist yet`);
+      }
       return await script(ctx, step.script, { user, env: step.env, label: step.label });
     }
   }

@@ -24,7 +24,8 @@ export const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const PARAM_VALUE_RE = /^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}$/;
 
 const name = z.string().regex(NAME_RE, {
-  error: "a name of lowercase letters, digits and '-', at most 48 characters, starting with a letter",
+  error:
+    "a name of lowercase letters, digits and '-', at most 48 characters, starting with a letter",
 });
 const absPath = z.string().regex(/^\/[^\0]*$/, { error: "an absolute path" });
 const script = z.union([z.string(), z.array(z.string())], {
@@ -151,7 +152,7 @@ function allowedKeys(schema: z.ZodType, path: readonly PropertyKey[]): string[] 
     if (!def) return [];
     if (def.type === "object") s = (def.shape as Record<string, unknown>)[String(p)];
     else if (def.type === "array") s = def.element;
-    else if (def.type === "optional") s = (def.innerType as { def: Record<string, unknown> });
+    else if (def.type === "optional") s = def.innerType as { def: Record<string, unknown> };
     else return [];
     const inner = (s as { def?: Record<string, unknown> })?.def;
     if (inner?.type === "optional") s = inner.innerType;

@@ -4,8 +4,6 @@ import { parseTemplate, parseTool } from "./schema.ts";
 
 const F = "/cfg/templates/t.yaml";
 
-
-
 function refusal(fn: () => unknown): string {
   try {
     fn();
@@ -51,7 +49,9 @@ Deno.test("parseTemplate refuses an unknown field naming the file, the field and
 });
 
 Deno.test("parseTemplate refuses a nested unknown field with its path", () => {
-  const m = refusal(() => parseTemplate(F, { image: "x", repos: [{ url: "u", path: "/p", rev: "x" }] }, "t"));
+  const m = refusal(() =>
+    parseTemplate(F, { image: "x", repos: [{ url: "u", path: "/p", rev: "x" }] }, "t")
+  );
   assert.match(m, /unknown field "repos\[0\]\.rev" \(allowed: url, path, branch\)/);
 });
 
@@ -61,12 +61,16 @@ Deno.test("parseTemplate names the allowed values of an enum", () => {
 });
 
 Deno.test("parseTemplate refuses a mode written as a YAML number", () => {
-  const m = refusal(() => parseTemplate(F, { image: "x", files: [{ path: "/a", content: "", mode: 644 }] }, "t"));
+  const m = refusal(() =>
+    parseTemplate(F, { image: "x", files: [{ path: "/a", content: "", mode: 644 }] }, "t")
+  );
   assert.match(m, /field "files\[0\]\.mode"/);
 });
 
 Deno.test("parseTemplate refuses a file with both content and source", () => {
-  const m = refusal(() => parseTemplate(F, { image: "x", files: [{ path: "/a", content: "", source: "s" }] }, "t"));
+  const m = refusal(() =>
+    parseTemplate(F, { image: "x", files: [{ path: "/a", content: "", source: "s" }] }, "t")
+  );
   assert.match(m, /exactly one of content or source/);
 });
 
@@ -91,5 +95,8 @@ Deno.test("parseTool accepts npm, params and requires", () => {
 });
 
 Deno.test("parseTool refuses a shell-unsafe package name", () => {
-  assert.match(refusal(() => parseTool("/t/x.yaml", { packages: ["git; rm -rf /"] }, "x")), /Debian package name/);
+  assert.match(
+    refusal(() => parseTool("/t/x.yaml", { packages: ["git; rm -rf /"] }, "x")),
+    /Debian package name/,
+  );
 });

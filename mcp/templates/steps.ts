@@ -176,12 +176,26 @@ export function planBuild(chain: Chain, facts: GuestFacts): Step[] {
   ];
   if (def.repos?.length) packages.push("git");
   const uniq = [...new Set(packages)];
-  if (uniq.length) steps.push({ kind: "apt", label: `apt packages: ${uniq.join(" ")}`, packages: uniq });
+  if (uniq.length) {
+    steps.push({ kind: "apt", label: `apt packages: ${uniq.join(" ")}`, packages: uniq });
+  }
   if (root) {
-    steps.push({ kind: "script", label: `create ${AGENT_USER}`, script: ROOT_SETUP, user: "root", env: {} });
+    steps.push({
+      kind: "script",
+      label: `create ${AGENT_USER}`,
+      script: ROOT_SETUP,
+      user: "root",
+      env: {},
+    });
   }
   steps.push({ kind: "file", label: "proxy CA", file: text(GUEST_CA_PATH, facts.caPem) });
-  steps.push({ kind: "script", label: "trust the proxy CA", script: TRUST_CA, user: "root", env: {} });
+  steps.push({
+    kind: "script",
+    label: "trust the proxy CA",
+    script: TRUST_CA,
+    user: "root",
+    env: {},
+  });
   for (const u of link.tools) {
     const name = u.tool.def.name;
     for (const n of u.tool.def.npm ?? []) {
@@ -194,16 +208,26 @@ export function planBuild(chain: Chain, facts: GuestFacts): Step[] {
       });
     }
     if (u.tool.def.program) steps.push({ kind: "program", label: `${name}: deliver isx` });
-    for (const f of u.tool.files) steps.push({ kind: "file", label: `${name}: file ${f.path}`, file: f });
+    for (const f of u.tool.files) {
+      steps.push({ kind: "file", label: `${name}: file ${f.path}`, file: f });
+    }
     const env = paramEnv(u.params);
     scripts(u.tool.def.run).forEach((s, i) =>
       steps.push({ kind: "script", label: `${name}: run #${i + 1}`, script: s, user: "root", env })
     );
     scripts(u.tool.def.run_as_user).forEach((s, i) =>
-      steps.push({ kind: "script", label: `${name}: run_as_user #${i + 1}`, script: s, user: "agentuser", env })
+      steps.push({
+        kind: "script",
+        label: `${name}: run_as_user #${i + 1}`,
+        script: s,
+        user: "agentuser",
+        env,
+      })
     );
   }
-  for (const f of link.template.files) steps.push({ kind: "file", label: `file ${f.path}`, file: f });
+  for (const f of link.template.files) {
+    steps.push({ kind: "file", label: `file ${f.path}`, file: f });
+  }
   for (const r of def.repos ?? []) {
     steps.push({
       kind: "script",
@@ -217,13 +241,31 @@ export function planBuild(chain: Chain, facts: GuestFacts): Step[] {
     steps.push({ kind: "script", label: `run #${i + 1}`, script: s, user: "root", env: {} })
   );
   scripts(def.run_as_user).forEach((s, i) =>
-    steps.push({ kind: "script", label: `run_as_user #${i + 1}`, script: s, user: "agentuser", env: {} })
+    steps.push({
+      kind: "script",
+      label: `run_as_user #${i + 1}`,
+      script: s,
+      user: "agentuser",
+      env: {},
+    })
   );
   const env = chainEnv(chain, facts);
-  steps.push({ kind: "file", label: "environment", file: text("/etc/profile.d/isx.sh", profileText(env)) });
-  steps.push({ kind: "file", label: "/etc/environment", file: text("/etc/environment", environmentText(env)) });
+  steps.push({
+    kind: "file",
+    label: "environment",
+    file: text("/etc/profile.d/isx.sh", profileText(env)),
+  });
+  steps.push({
+    kind: "file",
+    label: "/etc/environment",
+    file: text("/etc/environment", environmentText(env)),
+  });
   const notes = chainNotes(chain);
-  steps.push({ kind: "file", label: "agent notes", file: text("/etc/isx/AGENTS.md", notes + "\n") });
+  steps.push({
+    kind: "file",
+    label: "agent notes",
+    file: text("/etc/isx/AGENTS.md", notes + "\n"),
+  });
   steps.push({
     kind: "file",
     label: "Claude Code notes",

@@ -13,7 +13,11 @@ import {
   workdirOf,
 } from "./steps.ts";
 
-const FACTS = { caPem: "-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n", gateway: "10.77.0.1", domains: ["api.anthropic.com", "*.example.org"] };
+const FACTS = {
+  caPem: "-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n",
+  gateway: "10.77.0.1",
+  domains: ["api.anthropic.com", "*.example.org"],
+};
 
 function labels(steps: Step[]): string[] {
   return steps.map((s) => s.label);
@@ -61,11 +65,20 @@ Deno.test("planBuild of a root template creates agentuser and trusts the CA", ()
 Deno.test("planBuild of tpl-agents fetches each agent from npm and passes parameters as env", () => {
   const d = builtinDefinitions();
   const file = "/u/templates/t.yaml";
-  const def = parseTemplate(file, parseYamlText(file, "parent: tpl-agents\ntools: [{name: claude, model: opus}]"), "t");
+  const def = parseTemplate(
+    file,
+    parseYamlText(file, "parent: tpl-agents\ntools: [{name: claude, model: opus}]"),
+    "t",
+  );
   d.templates.set("t", { def, file, layer: "user", trusted: true, files: [] });
   const agents = planBuild(resolveChain(d, "tpl-agents"), FACTS);
   const npm = agents.flatMap((s) => s.kind === "npm" ? [s.pkg] : []);
-  assert.deepEqual(npm, ["@anthropic-ai/claude-code", "@openai/codex", "@mariozechner/pi-coding-agent", "opencode-ai"]);
+  assert.deepEqual(npm, [
+    "@anthropic-ai/claude-code",
+    "@openai/codex",
+    "@mariozechner/pi-coding-agent",
+    "opencode-ai",
+  ]);
   assert.ok(!agents.some((s) => s.kind === "apt"), "tpl-agents adds no apt packages");
   // the claude tool is already in the parent chain: t installs nothing new but re-applies the contract
   const t = planBuild(resolveChain(d, "t"), FACTS);
@@ -75,7 +88,11 @@ Deno.test("planBuild of tpl-agents fetches each agent from npm and passes parame
 Deno.test("planBuild keeps parameter values out of script text", () => {
   const d = builtinDefinitions();
   const file = "/u/templates/t.yaml";
-  const def = parseTemplate(file, parseYamlText(file, "parent: tpl-dev\ntools: [{name: claude, model: my-model-1}]"), "t");
+  const def = parseTemplate(
+    file,
+    parseYamlText(file, "parent: tpl-dev\ntools: [{name: claude, model: my-model-1}]"),
+    "t",
+  );
   d.templates.set("t", { def, file, layer: "user", trusted: true, files: [] });
   const steps = planBuild(resolveChain(d, "t"), FACTS);
   const s = steps.find((x) => x.kind === "script" && x.label.startsWith("claude: run_as_user"));
@@ -88,7 +105,13 @@ Deno.test("workdirOf prefers the nearest workdir, then the first repo, then home
   const d = builtinDefinitions();
   const add = (name: string, text: string) => {
     const file = `/u/templates/${name}.yaml`;
-    d.templates.set(name, { def: parseTemplate(file, parseYamlText(file, text), name), file, layer: "user", trusted: true, files: [] });
+    d.templates.set(name, {
+      def: parseTemplate(file, parseYamlText(file, text), name),
+      file,
+      layer: "user",
+      trusted: true,
+      files: [],
+    });
   };
   add("r", "image: debian-base\nrepos: [{url: u, path: /home/agentuser/r}]");
   add("w", "parent: r\nworkdir: /srv/w");

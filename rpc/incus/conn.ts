@@ -32,6 +32,7 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 export interface CallOptions {
   /** JSON value, or raw bytes sent as is. */
   body?: unknown;
+  /** Extra request headers. */
   headers?: Record<string, string>;
   /** Extra query parameters; `undefined` values are left out. */
   query?: Record<string, string | number | boolean | undefined>;
@@ -50,6 +51,7 @@ export class IncusConn {
   /** Default deadlines. */
   readonly timeouts: Timeouts;
 
+  /** Binds a transport to a project ("default" is sent as no parameter) and deadlines. */
   constructor(transport: HttpTransport, project: string, timeouts: Timeouts) {
     this.transport = transport;
     this.project = project === "default" ? "" : project;

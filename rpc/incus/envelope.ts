@@ -12,16 +12,21 @@ import type { Operation } from "./types.ts";
 
 /** A synchronous answer: the metadata and the ETag that guards a later update. */
 export interface SyncReply {
+  /** Which reply this is. */
   kind: "sync";
+  /** The envelope's `metadata`. */
   metadata: unknown;
+  /** The `ETag` header, if incusd sent one. */
   etag?: string;
 }
 
 /** An asynchronous answer: a background operation to wait for. */
 export interface AsyncReply {
+  /** Which reply this is. */
   kind: "async";
   /** The operation's URL path, e.g. `/1.0/operations/<uuid>`. */
   operation: string;
+  /** The envelope's `metadata`. */
   metadata: Operation;
 }
 
@@ -30,8 +35,11 @@ export type Reply = SyncReply | AsyncReply;
 
 /** What the decoder needs to know about the exchange. */
 export interface Exchange {
+  /** HTTP method. */
   method: string;
+  /** Request path with its query string. */
   path: string;
+  /** HTTP status code. */
   status: number;
   /** The `ETag` response header, if any. */
   etag?: string | null;
@@ -41,6 +49,7 @@ export interface Exchange {
 export function decodeEnvelope(x: Exchange, text: string): Reply {
   let env: unknown;
   try {
+    /** Environment variables. */
     env = JSON.parse(text);
   } catch {
     if (x.status >= 400) throw apiError(x, x.status, text.trim() || `HTTP ${x.status}`);
@@ -65,6 +74,7 @@ export function decodeEnvelope(x: Exchange, text: string): Reply {
   }
   if (env.type === "sync") {
     return x.etag ? { kind: "sync", metadata: env.metadata, etag: x.etag } : {
+      /** Which reply this is. */
       kind: "sync",
       metadata: env.metadata,
     };

@@ -67,9 +67,13 @@ export interface ExecSession {
 export interface CaptureOptions {
   /** Bytes (or text) fed to stdin, then EOF; no stdin when absent. */
   stdin?: Uint8Array | string;
+  /** Environment variables. */
   env?: Record<string, string>;
+  /** Working directory inside the instance. */
   cwd?: string;
+  /** Numeric uid to run as. */
   user?: number;
+  /** Numeric gid to run as. */
   group?: number;
   /** Kill the command (signal 9) after this long and fail with `exec_timeout`. */
   timeoutMs?: number;
@@ -77,8 +81,11 @@ export interface CaptureOptions {
 
 /** The outcome of {@link execCapture}. */
 export interface ExecResult {
+  /** The command's exit code. */
   exitCode: number;
+  /** Everything written to stdout. */
   stdout: Uint8Array;
+  /** Everything written to stderr. */
   stderr: Uint8Array;
 }
 

@@ -12,7 +12,9 @@ import { apiError } from "./envelope.ts";
 export interface PushOptions {
   /** What this does, for messages: "push runner script to web". */
   step: string;
+  /** Owner uid. */
   uid?: number;
+  /** Owner gid. */
   gid?: number;
   /** Permission bits, e.g. `0o644`. */
   mode?: number;
@@ -22,9 +24,13 @@ export interface PushOptions {
 
 /** A pulled file: its bytes and the headers Incus reports. */
 export interface FileContent {
+  /** The file's bytes. */
   data: Uint8Array;
+  /** Owner uid. */
   uid: number;
+  /** Owner gid. */
   gid: number;
+  /** Permission bits. */
   mode: number;
   /** `file`, `directory` or `symlink`. */
   type: string;
@@ -71,6 +77,7 @@ export async function pullFile(conn: IncusConn, name: string, path: string): Pro
   }
   const h = res.headers;
   return {
+    /** The file's bytes. */
     data: res.body,
     uid: Number(h.get("x-incus-uid") ?? 0),
     gid: Number(h.get("x-incus-gid") ?? 0),

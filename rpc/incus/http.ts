@@ -29,10 +29,13 @@ export type Endpoint =
 
 /** One request as the transport sees it; `path` already carries its query string. */
 export interface HttpRequest {
+  /** HTTP method. */
   method: string;
+  /** Request path with its query string. */
   path: string;
   /** JSON-encodable value (sent as JSON) or raw bytes (sent as is). */
   body?: unknown;
+  /** Extra request headers. */
   headers?: Record<string, string>;
   /** Deadline of this exchange, response body included. */
   timeoutMs: number;
@@ -40,8 +43,11 @@ export interface HttpRequest {
 
 /** A complete response: status, headers and the whole body. */
 export interface HttpResponse {
+  /** HTTP status code. */
   status: number;
+  /** Extra request headers. */
   headers: Headers;
+  /** The whole response body. */
   body: Uint8Array;
 }
 
@@ -54,6 +60,7 @@ export class HttpTransport {
   /** The endpoint this transport talks to. */
   readonly endpoint: Endpoint;
 
+  /** Creates the pooled HTTP client for `endpoint`. */
   constructor(endpoint: Endpoint) {
     this.endpoint = endpoint;
     if ("socket" in endpoint) {
@@ -83,6 +90,7 @@ export class HttpTransport {
     }, req.timeoutMs);
     try {
       const res = await fetch(this.#base + req.path, {
+        /** HTTP method. */
         method: req.method,
         client: this.#client,
         signal: ctl.signal,
@@ -152,6 +160,7 @@ export class HttpTransport {
     const msg = e instanceof Error ? e.message : String(e);
     if (refused) {
       return new IsbError("connect", `cannot connect to incusd at ${this.where}: ${msg}`, {
+        /** The file's bytes. */
         data: { socket: this.where },
         cause: e,
       });

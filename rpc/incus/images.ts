@@ -10,11 +10,15 @@ import type { Image } from "./types.ts";
 
 /** An image alias. */
 export interface ImageAlias {
+  /** Name. */
   name: string;
   /** The fingerprint the alias points to. */
   target: string;
+  /** Free-form description. */
   description: string;
+  /** Type. */
   type?: string;
+  /** Fields we do not type pass through. */
   [k: string]: unknown;
 }
 

@@ -23,6 +23,7 @@
 import { type HttpResponse, HttpTransport, type TlsIdentity } from "./http.ts";
 import { type CallOptions, DEFAULT_TIMEOUTS, IncusConn, type Timeouts } from "./conn.ts";
 import type { AsyncReply, Reply } from "./envelope.ts";
+import type { MutationOptions } from "./_mutate.ts";
 import * as ops from "./operations.ts";
 import * as inst from "./instances.ts";
 import * as files from "./files.ts";
@@ -62,6 +63,7 @@ export {
 } from "./envelope.ts";
 export { operationId, type WaitOptions } from "./operations.ts";
 export type { MutationOptions } from "./_mutate.ts";
+export { ISB_CODES, type IsbCode, type IsbData, IsbError } from "../errors.ts";
 export { toPut } from "./instances.ts";
 export type { CreateOptions, StopOptions } from "./instances.ts";
 export type { FileContent, PushOptions } from "./files.ts";
@@ -77,8 +79,6 @@ export type { ImageAlias } from "./images.ts";
 export type { CaptureOptions, ExecOptions, ExecResult, ExecSession } from "./exec.ts";
 export { collect } from "./exec.ts";
 export type { EventOptions, EventStream } from "./events.ts";
-
-type Mut = inst.MutationOptions;
 
 /** Options of {@link createIncusClient}. */
 export interface IncusClientOptions {
@@ -134,12 +134,12 @@ export interface IncusClient {
   updateInstance(
     name: string,
     mutate: (i: Instance) => InstancePut | Instance | void,
-    opts: Mut,
+    opts: MutationOptions,
   ): Promise<void>;
   /** Any state change, waited for. */
-  setInstanceState(name: string, state: StatePut, opts: Mut): Promise<void>;
+  setInstanceState(name: string, state: StatePut, opts: MutationOptions): Promise<void>;
   /** Starts an instance. */
-  startInstance(name: string, opts: Mut): Promise<void>;
+  startInstance(name: string, opts: MutationOptions): Promise<void>;
   /** Stops an instance (clean with `timeoutSecs`, or `force`). */
   stopInstance(name: string, opts: inst.StopOptions): Promise<void>;
   /** Stops cleanly within `timeoutSecs`, then forcibly. */
@@ -147,7 +147,7 @@ export interface IncusClient {
   /** Restarts an instance. */
   restartInstance(name: string, opts: inst.StopOptions): Promise<void>;
   /** Deletes a stopped instance. */
-  deleteInstance(name: string, opts: Mut): Promise<void>;
+  deleteInstance(name: string, opts: MutationOptions): Promise<void>;
 
   /** Starts a command over websockets. */
   exec(name: string, opts: exec.ExecOptions): Promise<exec.ExecSession>;
@@ -166,7 +166,7 @@ export interface IncusClient {
   /** Creates a directory inside an instance. */
   mkdir(name: string, path: string, opts: files.PushOptions): Promise<void>;
   /** Deletes a file or empty directory inside an instance. */
-  deleteFile(name: string, path: string, opts: Mut): Promise<void>;
+  deleteFile(name: string, path: string, opts: MutationOptions): Promise<void>;
 
   /** Lists storage pools. */
   listStoragePools(): Promise<StoragePool[]>;
@@ -177,16 +177,16 @@ export interface IncusClient {
   /** Fetches a custom volume and its ETag. */
   getVolume(pool: string, name: string): Promise<Versioned<StorageVolume>>;
   /** Creates a custom volume. */
-  createVolume(pool: string, req: storage.VolumesPost, opts: Mut): Promise<void>;
+  createVolume(pool: string, req: storage.VolumesPost, opts: MutationOptions): Promise<void>;
   /** Deletes a custom volume. */
-  deleteVolume(pool: string, name: string, opts: Mut): Promise<void>;
+  deleteVolume(pool: string, name: string, opts: MutationOptions): Promise<void>;
 
   /** Lists networks. */
   listNetworks(): Promise<Network[]>;
   /** Fetches a network and its ETag. */
   getNetwork(name: string): Promise<Versioned<Network>>;
   /** Creates a network. */
-  createNetwork(req: nets.NetworksPost, opts: Mut & { target?: string }): Promise<void>;
+  createNetwork(req: nets.NetworksPost, opts: MutationOptions & { target?: string }): Promise<void>;
   /** Replaces a network's config. */
   putNetwork(name: string, put: nets.NetworkPut, opts: nets.UpdateOptions): Promise<void>;
   /** Merges into a network's config. */
@@ -196,13 +196,13 @@ export interface IncusClient {
     opts: nets.UpdateOptions,
   ): Promise<void>;
   /** Deletes a network. */
-  deleteNetwork(name: string, opts: Mut): Promise<void>;
+  deleteNetwork(name: string, opts: MutationOptions): Promise<void>;
   /** Lists network ACLs. */
   listNetworkAcls(): Promise<NetworkAcl[]>;
   /** Fetches a network ACL and its ETag. */
   getNetworkAcl(name: string): Promise<Versioned<NetworkAcl>>;
   /** Creates a network ACL. */
-  createNetworkAcl(req: nets.NetworkAclsPost, opts: Mut): Promise<void>;
+  createNetworkAcl(req: nets.NetworkAclsPost, opts: MutationOptions): Promise<void>;
   /** Replaces a network ACL. */
   putNetworkAcl(name: string, put: nets.NetworkAclPut, opts: nets.UpdateOptions): Promise<void>;
   /** Merges into a network ACL. */
@@ -212,7 +212,7 @@ export interface IncusClient {
     opts: nets.UpdateOptions,
   ): Promise<void>;
   /** Deletes a network ACL. */
-  deleteNetworkAcl(name: string, opts: Mut): Promise<void>;
+  deleteNetworkAcl(name: string, opts: MutationOptions): Promise<void>;
 
   /** Lists local images. */
   listImages(): Promise<Image[]>;

@@ -11,12 +11,15 @@ import type { AclRule, Network, NetworkAcl, Versioned } from "./types.ts";
 
 /** The writable part of a network. */
 export interface NetworkPut {
+  /** Configuration keys. */
   config: Record<string, string>;
+  /** Free-form description. */
   description?: string;
 }
 
 /** `POST /1.0/networks` body. */
 export interface NetworksPost extends Partial<NetworkPut> {
+  /** Name. */
   name: string;
   /** `bridge` (default), `macvlan`, `ovn`… */
   type?: string;
@@ -24,14 +27,19 @@ export interface NetworksPost extends Partial<NetworkPut> {
 
 /** The writable part of a network ACL. */
 export interface NetworkAclPut {
+  /** Free-form description. */
   description?: string;
+  /** Ingress rules. */
   ingress: AclRule[];
+  /** Egress rules. */
   egress: AclRule[];
+  /** Configuration keys. */
   config?: Record<string, string>;
 }
 
 /** `POST /1.0/network-acls` body. */
 export interface NetworkAclsPost extends Partial<NetworkAclPut> {
+  /** Name. */
   name: string;
 }
 

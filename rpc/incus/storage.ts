@@ -10,8 +10,11 @@ import type { StoragePool, StorageVolume, Versioned } from "./types.ts";
 
 /** `POST /1.0/storage-pools/POOL/volumes/custom` body. */
 export interface VolumesPost {
+  /** Name. */
   name: string;
+  /** Configuration keys. */
   config?: Record<string, string>;
+  /** Free-form description. */
   description?: string;
   /** `filesystem` (default) or `block`. */
   content_type?: "filesystem" | "block";

@@ -26,6 +26,7 @@ export const CONNECTING = 0, OPEN = 1, CLOSING = 2, CLOSED = 3;
 
 /** One client websocket; events: `message(data, isBinary)`, `close(code)`, `error(err)`. */
 export class WsClient {
+  /** 0 connecting, 1 open, 2 closing, 3 closed. */
   readyState: number = CONNECTING;
   #conn: Deno.Conn | undefined;
   #buf: Uint8Array = new Uint8Array(0);
@@ -35,9 +36,11 @@ export class WsClient {
   #closeTimer: ReturnType<typeof setTimeout> | undefined;
   #aborted = false;
 
-  /** Adds a listener. */
+  /** Adds a listener for each frame (continuations already joined). */
   on(event: "message", fn: (data: Uint8Array, isBinary: boolean) => void): this;
+  /** Adds a listener for the end of the connection (1006 when dropped without a close). */
   on(event: "close", fn: (code: number) => void): this;
+  /** Adds a listener for read failures while open ("close" follows). */
   on(event: "error", fn: (e: Error) => void): this;
   on(event: string, fn: Listener): this {
     if (!this.#listeners.has(event)) this.#listeners.set(event, new Set());
@@ -129,6 +132,7 @@ export class WsClient {
     const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
     if (status !== 101) {
       throw new IsbError("websocket", `open websocket ${where}: HTTP ${status || "?"}`, {
+        /** The file's bytes. */
         data: { status },
       });
     }
@@ -145,9 +149,9 @@ export class WsClient {
     let partsBinary = false;
     try {
       while (true) {
-        if (this.#paused) await this.#paused.promise;
         const f = await this.#readFrame();
         if (!f) break;
+        while (this.#paused) await this.#paused.promise; // hold the frame: exact backpressure
         if (f.opcode === 8) {
           code = f.payload.length >= 2 ? (f.payload[0]! << 8) | f.payload[1]! : 1005;
           if (this.readyState === OPEN) await this.#frame(8, f.payload.slice(0, 2)).catch(() => {});

@@ -39,12 +39,7 @@ import { sandboxMethods } from "./methods/sandbox.ts";
 import { volumeMethods } from "./methods/volume.ts";
 
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
-export type {
-  ControlOp,
-  ExecControl,
-  ExecRegistry,
-  ExecSlot,
-} from "../sandbox/exec_registry.ts";
+export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec_registry.ts";
 
 /** Every method of the protocol (the 29 of §17.6): the group tables merged. */
 // deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)

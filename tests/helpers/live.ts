@@ -15,7 +15,10 @@ async function probe(): Promise<string | undefined> {
   try {
     const client = Deno.createHttpClient({ proxy: { transport: "unix", path: LIVE_SOCKET } });
     try {
-      const res = await fetch("http://incus/1.0/instances", { client, signal: AbortSignal.timeout(30_000) });
+      const res = await fetch("http://incus/1.0/instances", {
+        client,
+        signal: AbortSignal.timeout(30_000),
+      });
       await res.body?.cancel();
       return res.ok ? undefined : `incusd at ${LIVE_SOCKET} answered HTTP ${res.status}`;
     } finally {

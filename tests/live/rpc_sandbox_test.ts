@@ -375,10 +375,12 @@ Deno.test({
         /^storage pool "no-such-pool" does not exist \(have: .*default.*\)$/,
       );
       const r = await rig.call("sandbox.ensure", {
-        spec: { container_name: name, image: LIVE_IMAGE, volumes: [`${vol}:/data`] },
+        spec: { container_name: name, image: LIVE_IMAGE, volumes: [`${vol}:/data:owner=nobody`] },
         wait_ready: false,
       });
       assert.equal(r.error, undefined, JSON.stringify(r.error));
+      assert.ok(progressOf(r).includes(`${name}: ~ chown nobody /data`), progressOf(r).join("\n"));
+      assert.equal((await rig.incus.pullFile(name, "/data")).uid, 65534, "owner fixup applied");
       const inUse = await rig.call("volume.remove", { name: vol });
       assert.deepEqual(inUse.error, {
         code: "invalid",
