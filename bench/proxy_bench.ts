@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-console -- a benchmark prints its figures
 /**
  * Proxy benchmark (run by hand): added latency per request, streaming throughput, and the
  * proxy's peak memory with 100 concurrent streams, each against the baseline "straight to

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-console -- a benchmark prints its figures
 /**
  * Benchmarks of `isb rpc` against the real Incus (run by hand; prints ratios, asserts
  * nothing):

@@ -22,7 +22,7 @@ Deno.test("isx init creates the config, the 0600 credentials skeleton and the CA
   assert.equal(Deno.statSync(creds).mode! & 0o777, 0o600);
   assert.match(
     Deno.readTextFileSync(`${home.configDir}/config.yaml`),
-    /^mcp:\n  # The only templates agents may use/m,
+    /^mcp:\n {2}# The only templates agents may use/m,
   );
   assert.ok(Deno.statSync(`${home.stateDir}/ca/ca.crt`).isFile);
   assert.equal(Deno.statSync(`${home.stateDir}/ca/ca.key`).mode! & 0o777, 0o600);

@@ -30,9 +30,13 @@ export const GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 
 /** Who runs a guest command. */
 export interface GuestUser {
+  /** Numeric user id. */
   uid: number;
+  /** Numeric group id. */
   gid: number;
+  /** Home directory. */
   home: string;
+  /** The name. */
   name: string;
 }
 
@@ -41,8 +45,11 @@ export const ROOT: GuestUser = { uid: 0, gid: 0, home: "/root", name: "root" };
 
 /** Options of {@link runScript}. */
 export interface ScriptOptions {
+  /** Who runs it (default root). */
   user?: GuestUser;
+  /** Extra environment variables. */
   env?: Record<string, string>;
+  /** Working directory. */
   cwd?: string;
   /** Positional arguments of the script ($1…), passed as argv, never spliced into it. */
   args?: string[];
@@ -129,8 +136,11 @@ export async function startLong(client: IncusClient, name: string, step: string)
 
 /** The outcome of a recorded exec. */
 export interface Recorded {
+  /** The exit code. */
   exitCode: number;
+  /** Standard output. */
   stdout: string;
+  /** Standard error. */
   stderr: string;
 }
 

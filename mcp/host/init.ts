@@ -16,6 +16,7 @@ import { CONFIG_TEMPLATE, CREDENTIALS_TEMPLATE, DEFAULT_BRIDGE } from "./config.
 export interface InitStep {
   /** What it concerns: a path, or "incus". */
   what: string;
+  /** What happened. */
   outcome: "created" | "kept" | "ok" | "warning" | "error";
   /** Details or how to fix it. */
   note?: string;
@@ -23,7 +24,9 @@ export interface InitStep {
 
 /** Where init writes. */
 export interface InitDirs {
+  /** The config directory. */
   configDir: string;
+  /** The state directory. */
   stateDir: string;
 }
 

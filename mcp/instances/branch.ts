@@ -29,6 +29,7 @@ export interface BranchOptions {
   proxy: ProxyPlace;
   /** Default: the template definition's, else full. */
   network?: NetworkMode;
+  /** Default: the template definition's. */
   limits?: Limits;
   /** Extra stamps (prefix-less), e.g. the MCP server's `mcp-*`. */
   stamps?: Record<string, string>;
@@ -38,11 +39,17 @@ export interface BranchOptions {
 
 /** What a branch made. */
 export interface BranchResult {
+  /** The name. */
   name: string;
+  /** The template. */
   template: string;
+  /** The network mode. */
   network: NetworkMode;
+  /** The working directory. */
   workdir: string;
+  /** The IPv4 address, if waited for. */
   ip?: string;
+  /** Milliseconds it took. */
   ms: number;
 }
 

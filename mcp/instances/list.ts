@@ -13,16 +13,23 @@ import { readStamps, STAMP } from "../host/stamps.ts";
 
 /** One row of `isx list`. */
 export interface ListRecord {
+  /** The name. */
   name: string;
   /** template, build or instance. */
   kind: "template" | "build" | "instance";
+  /** Incus status. */
   status: string;
   /** The template it is (templates) or was copied from (instances). */
   template: string | null;
+  /** The IPv4 address, if waited for. */
   ip: string | null;
+  /** The network mode. */
   network: string | null;
+  /** Creation time (ISO). */
   created: string;
+  /** held, orphaned, kept or null. */
   mcp_state: "held" | "orphaned" | "kept" | null;
+  /** The MCP purpose stamp. */
   mcp_purpose: string | null;
 }
 

@@ -51,6 +51,7 @@ export async function bridgeGateway(client: IncusClient, bridge: string): Promis
 
 /** Where the proxy is: the bridge, and optionally its gateway and ports. */
 export interface ProxyPlace {
+  /** The bridge name. */
   bridge: string;
   /** Default: the bridge's ipv4.address. */
   gateway?: string;

@@ -19,6 +19,7 @@ import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";
 export class InstanceSecret {
   readonly #value: string;
 
+  /** Wraps a value (use {@link InstanceSecret.generate} for a new one). */
   constructor(value: string) {
     this.#value = value;
   }

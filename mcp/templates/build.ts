@@ -31,8 +31,11 @@ export type BuildEvent =
 
 /** What builds need. */
 export interface BuildContext {
+  /** The Incus client. */
   client: IncusClient;
+  /** What guests get from the host. */
   facts: GuestFacts;
+  /** The download cache directory. */
   cacheDir: string;
   /** Build logs go here (`<stateDir>/build`). */
   logDir: string;
@@ -40,14 +43,19 @@ export interface BuildContext {
   hostEnv: Record<string, string>;
   /** Needed when a template uses the `isx` tool. */
   program?: ProgramSource;
+  /** Receives progress. */
   onEvent: (e: BuildEvent) => void;
 }
 
 /** One finished build. */
 export interface BuildResult {
+  /** The template. */
   template: string;
+  /** The new build's id. */
   buildId: string;
+  /** The build log. */
   log: string;
+  /** Milliseconds it took. */
   ms: number;
 }
 
@@ -155,7 +163,7 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       }
     }
     at = "stop the build instance";
-    // everything is written (FINISH syncs); a clean systemd shutdown only costs time
+    // a kill loses nothing written (the page cache is the host's); a clean shutdown costs seconds
     await stopReliably(ctx.client, tmp, { force: true });
     at = "stamp and replace the template";
     const buildId = crypto.randomUUID().replaceAll("-", "").slice(0, 16);

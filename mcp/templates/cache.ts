@@ -18,8 +18,11 @@ import { IsbError } from "../../rpc/mod.ts";
 export interface NpmArtifact {
   /** The tarball on the host (`.tgz` for pack, `.tar` for install). */
   file: string;
+  /** The npm package name. */
   pkg: string;
+  /** The exact version. */
   version: string;
+  /** Installed with dependencies (not only packed). */
   install: boolean;
   /** Commands to link: name → path relative to the package directory. */
   bins: Record<string, string>;

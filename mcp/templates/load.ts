@@ -28,17 +28,23 @@ export type LayerKind = "builtin" | "user" | "search" | "project";
 
 /** A file entry with its bytes resolved. */
 export interface ResolvedFile {
+  /** Absolute path in the guest. */
   path: string;
+  /** The bytes. */
   data: Uint8Array;
+  /** Permission bits. */
   mode: number;
+  /** The owner. */
   owner: "root" | "agentuser";
 }
 
 /** A validated definition and where it came from. */
 export interface Loaded<T> {
+  /** The validated definition. */
   def: T;
   /** The file it was read from (`builtin:<name>` for built-ins). */
   file: string;
+  /** The layer it came from. */
   layer: LayerKind;
   /** False for project-local definitions. */
   trusted: boolean;
@@ -48,7 +54,9 @@ export interface Loaded<T> {
 
 /** Every definition visible from one working directory. */
 export interface Definitions {
+  /** Template definitions by name. */
   templates: Map<string, Loaded<TemplateDef>>;
+  /** Tool definitions by name. */
   tools: Map<string, Loaded<ToolDef>>;
   /** The layer directories that were read, in order. */
   layers: { kind: LayerKind; dir: string }[];

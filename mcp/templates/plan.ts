@@ -33,13 +33,17 @@ export function freshness(
 
 /** Options of {@link planBuilds}. */
 export interface PlanOptions {
+  /** Rebuild every parent too. */
   withParents?: boolean;
+  /** Rebuild only what changed, and what is under it. */
   outOfSync?: boolean;
 }
 
 /** One planned build and why. */
 export interface PlannedBuild {
+  /** The name. */
   name: string;
+  /** Why it is built. */
   reason:
     | "requested"
     | "missing"

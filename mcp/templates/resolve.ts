@@ -16,6 +16,7 @@ import { PARAM_VALUE_RE, type TemplateDef, type ToolDef, type ToolRef } from "./
 
 /** One tool as a template uses it: the definition and its parameter values. */
 export interface ToolUse {
+  /** The tool definition. */
   tool: Loaded<ToolDef>;
   /** Parameter values (defaults applied); absent keys are unset. */
   params: Record<string, string>;
@@ -23,6 +24,7 @@ export interface ToolUse {
 
 /** One template of a chain with what its own build installs. */
 export interface ChainLink {
+  /** The template. */
   template: Loaded<TemplateDef>;
   /** Tools this template's build installs, dependencies first (the parents' excluded). */
   tools: ToolUse[];

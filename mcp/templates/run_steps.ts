@@ -51,6 +51,9 @@ printf '%s\\n' "$ISX_BINS" | while IFS='=' read -r name rel; do
 done
 `;
 
+/** A stalled mirror connection fails and is retried instead of hanging the build. */
+const APT_OPTS = "-o Acquire::http::Timeout=30 -o Acquire::Retries=3";
+
 let counter = 0;
 
 async function stage(ctx: StepContext, data: Uint8Array | string, base: string): Promise<string> {
@@ -76,7 +79,7 @@ async function script(
 }
 
 async function apt(ctx: StepContext, packages: string[], label: string): Promise<void> {
-  await script(ctx, "apt-get update -q", { label: "apt-get update" });
+  await script(ctx, `apt-get update -q ${APT_OPTS}`, { label: "apt-get update" });
   const uris = await capture(ctx.client, ctx.instance, [
     "apt-get",
     "install",
@@ -84,6 +87,7 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
     "-qq",
     "--no-install-recommends",
     "--print-uris",
+    ...APT_OPTS.split(" "),
     ...packages,
   ], { step: "list packages to download" });
   const debs = parsePrintUris(uris);
@@ -108,7 +112,7 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
       `apt: ${debs.length - missing.length} of ${debs.length} packages from the host cache`,
     );
   }
-  const install = 'apt-get install -y -q --no-install-recommends "$@"';
+  const install = `apt-get install -y -q --no-install-recommends ${APT_OPTS} "$@"`;
   const code = await runScript(ctx.client, ctx.instance, install, {
     onLine: ctx.onOutput,
     args: packages,

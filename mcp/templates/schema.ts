@@ -37,7 +37,7 @@ const envMap = z.record(
 );
 
 /** A file placed into the guest at build time. */
-export const FileSchema = z.strictObject({
+const FileSchema = z.strictObject({
   path: absPath,
   content: z.string().optional(),
   source: z.string().min(1).optional(),
@@ -50,20 +50,20 @@ export const FileSchema = z.strictObject({
 });
 
 /** A git repository cloned into the guest as agentuser. */
-export const RepoSchema = z.strictObject({
+const RepoSchema = z.strictObject({
   url: z.string().min(1),
   path: absPath,
   branch: z.string().regex(/^[A-Za-z0-9._/-]+$/, { error: "a branch name" }).optional(),
 });
 
 /** A use of a tool in a template: its name, or its name with parameters. */
-export const ToolRefSchema = z.union([
+const ToolRefSchema = z.union([
   name,
   z.looseObject({ name }),
 ], { error: 'a tool name, or a mapping with "name" and the tool\'s parameters' });
 
 /** Resource limits applied to instances (Incus `limits.*`). */
-export const LimitsSchema = z.strictObject({
+const LimitsSchema = z.strictObject({
   cpu: z.union([z.number().int().positive(), z.string().regex(/^[0-9,-]+$/)], {
     error: "a number of CPUs or a CPU set like 0-1",
   }).optional(),
@@ -74,7 +74,7 @@ export const LimitsSchema = z.strictObject({
 });
 
 /** A template definition file. */
-export const TemplateSchema = z.strictObject({
+const TemplateSchema = z.strictObject({
   name: name.optional(),
   description: z.string().optional(),
   parent: name.optional(),
@@ -94,7 +94,7 @@ export const TemplateSchema = z.strictObject({
 });
 
 /** A package fetched from npm on the host and delivered into the guest. */
-export const NpmSchema = z.strictObject({
+const NpmSchema = z.strictObject({
   package: z.string().regex(NPM_RE, { error: "an npm package name" }),
   version: z.string().regex(/^[A-Za-z0-9.^~<>=*|@ -]+$/, {
     error: "an npm version, range or dist-tag",
@@ -105,14 +105,14 @@ export const NpmSchema = z.strictObject({
 });
 
 /** A parameter a tool accepts from templates (e.g. `model`). */
-export const ParamSchema = z.strictObject({
+const ParamSchema = z.strictObject({
   description: z.string().optional(),
   default: z.string().regex(PARAM_VALUE_RE, { error: "a value like claude-sonnet-4-6" })
     .optional(),
 });
 
 /** A tool definition file. */
-export const ToolSchema = z.strictObject({
+const ToolSchema = z.strictObject({
   name: name.optional(),
   description: z.string().optional(),
   requires: z.array(name).optional(),

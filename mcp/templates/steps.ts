@@ -118,7 +118,6 @@ rm -rf /tmp/isx-build
 # every copy must boot with its own machine id (DHCP client ids derive from it)
 : > /etc/machine-id
 rm -f /var/lib/dbus/machine-id
-sync
 `;
 
 /** The workdir of a chain's leaf: its own, an ancestor's, the first repo's path, or home. */

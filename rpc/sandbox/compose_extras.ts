@@ -13,7 +13,7 @@
 
 import { posix } from "node:path";
 import { IsbError } from "../errors.ts";
-import { parseDuration } from "../duration.ts";
+import { formatDuration, parseDuration } from "../duration.ts";
 import type { IncusClient } from "../incus/mod.ts";
 import type { Clock } from "./lock.ts";
 import type { ComposeFile, SandboxSpec } from "./spec.ts";
@@ -176,11 +176,29 @@ async function systemctl(incus: IncusClient, name: string, args: string[]): Prom
   }
 }
 
+/**
+ * Waits until the guest's systemd answers on its bus (it does not for the first few hundred
+ * ms after a start: "Failed to connect to bus"), then until boot finished, within 60 s; at
+ * once when the guest has no systemctl. Secret files wait for it too: a file written before
+ * systemd mounts its tmpfs on /run would be hidden by that mount.
+ */
+export async function waitSystemd(incus: IncusClient, name: string, clock: Clock): Promise<void> {
+  const started = clock.now();
+  while (true) {
+    const r = await incus.execCapture(name, ["systemctl", "is-system-running", "--wait"], {
+      timeoutMs: 60_000,
+    });
+    const err = new TextDecoder().decode(r.stderr);
+    if (!err.includes("Failed to connect to bus") || clock.now() - started >= 60_000) return;
+    await clock.sleep(250);
+  }
+}
+
 /** Installs (or updates) the unit; restarts it only when the unit or its env changed. */
 export async function installUnit(
   incus: IncusClient,
   name: string,
-  opts: { service: string; spec: SandboxSpec; env: Record<string, string> },
+  opts: { service: string; spec: SandboxSpec; env: Record<string, string>; clock: Clock },
 ): Promise<boolean> {
   const unitPath = `/etc/systemd/system/${unitName(opts.service)}`;
   const envPath = `/etc/isb/${opts.service}.env`;
@@ -209,6 +227,7 @@ export async function installUnit(
     gid: 0,
     mode: 0o644,
   });
+  await waitSystemd(incus, name, opts.clock);
   await systemctl(incus, name, ["daemon-reload"]);
   await systemctl(incus, name, ["enable", unitName(opts.service)]);
   await systemctl(incus, name, ["restart", unitName(opts.service)]);
@@ -263,7 +282,7 @@ export async function waitHealthy(
     if (waited >= deadline) {
       throw new IsbError(
         "not_ready",
-        `sandbox ${name} not ready after ${Math.round(waited / 1000)}s: healthcheck (${detail})`,
+        `sandbox ${name} not ready after ${formatDuration(waited)}: healthcheck (${detail})`,
         {
           data: { sandbox: name, check: "healthcheck", detail, waited_secs: waited / 1000 },
         },

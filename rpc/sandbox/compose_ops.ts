@@ -25,6 +25,7 @@ import {
   unitName,
   usedSecretKeys,
   waitHealthy,
+  waitSystemd,
 } from "./compose_extras.ts";
 import { poolFacts } from "./host_facts.ts";
 import { type ApplyReport, isChange, type SandboxPlan } from "./plan.ts";
@@ -198,6 +199,7 @@ export async function composeUp(
     });
     if (!report.applied.some(isChange)) o.progress?.(`${desired.name}: up to date`);
     const oci = isOci(desired.image);
+    if ((spec.secrets ?? []).length > 0 && !oci) await waitSystemd(incus, desired.name, rt.clock);
     if (await pushSecretFiles(incus, desired.name, spec, values) && oci) {
       await incus.restartInstance(desired.name, {
         step: `restart ${desired.name}`,
@@ -210,6 +212,7 @@ export async function composeUp(
         service: s,
         spec,
         env: desired.exec.env ?? {},
+        clock: rt.clock,
       });
       if (changed) o.progress?.(`${desired.name}: supervising command as ${unitName(s)}`);
     }

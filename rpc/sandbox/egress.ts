@@ -16,7 +16,7 @@
  *   ACL there filters exactly the same traffic. The NIC is `{type: nic, name: eth0,
  *   network: <bridge>}` ({@link egressNic}).
  * - With `ISB_EGRESS_SUBNETS=A.B.0.0/16` in the server's environment the bridge gets a fixed
- *   `/24` from that range ({@link pickSubnet}) instead of `auto`.
+ *   `/24` from that range (`pickSubnet` in `egress_bridge.ts`) instead of `auto`.
  * - A bridge or ACL is only ever changed or deleted when it carries our
  *   `user.isb.egress-for` mark (`project/instance`).
  *
@@ -24,6 +24,8 @@
  */
 
 import { IsbError, isNotFound } from "../errors.ts";
+import { type Clock, SYSTEM_CLOCK } from "./lock.ts";
+import { bridgeAddress, retryLinkRace } from "./egress_bridge.ts";
 import type { IncusClient, Network, NetworkAclPut } from "../incus/mod.ts";
 import {
   egressAclBody,
@@ -68,6 +70,8 @@ export interface EgressContext {
   env: Readonly<Record<string, string>>;
   /** Wall-clock milliseconds (the bridge's creation stamp). */
   wallNow: () => number;
+  /** For pauses between retries; the real clock when absent. */
+  clock?: Clock | undefined;
   progress?: ((line: string) => void) | undefined;
 }
 
@@ -126,35 +130,6 @@ export function egressNic(plan: EgressPlan): Record<string, string> {
   return { type: "nic", name: "eth0", network: plan.network };
 }
 
-/**
- * A fixed `/24` for the bridge out of `pool` (`A.B.0.0/16`), chosen from the bridge's name
- * and skipping subnets other Incus networks use: `A.B.N.1/24`. Used instead of `auto` when
- * the server's environment sets `ISB_EGRESS_SUBNETS`, because `auto` makes incusd probe
- * random 10.x addresses (pings through the default route) to find a free one.
- */
-export function pickSubnet(pool: string, bridge: string, used: readonly string[]): string {
-  const m = /^(\d{1,3})\.(\d{1,3})\.0\.0\/16$/.exec(pool.trim());
-  if (!m) throw new IsbError("invalid", `ISB_EGRESS_SUBNETS "${pool}": expected A.B.0.0/16`);
-  const prefix = `${m[1]}.${m[2]}.`;
-  const taken = new Set(
-    used.filter((a) => a.startsWith(prefix)).map((a) =>
-      Number(a.slice(prefix.length).split(".")[0])
-    ),
-  );
-  const start = parseInt(bridge.slice(-8, -6) || "0", 16) % 254;
-  for (let i = 0; i < 254; i++) {
-    const n = 1 + (start + i) % 254;
-    if (!taken.has(n)) return `${prefix}${n}.1/24`;
-  }
-  throw new IsbError("invalid", `ISB_EGRESS_SUBNETS "${pool}": no free /24 left`);
-}
-
-async function bridgeAddress(h: IncusClient, plan: EgressPlan, pool: string | undefined) {
-  if (!pool) return "auto";
-  const used = (await h.listNetworks()).map((n) => n.config?.["ipv4.address"] ?? "");
-  return pickSubnet(pool, plan.network, used);
-}
-
 /** Makes the bridge and ACL, or brings existing ones to the plan; returns the bridge IP. */
 export async function prepareNetwork(
   incus: IncusClient,
@@ -165,6 +140,7 @@ export async function prepareNetwork(
   const owner = egressOwner(plan);
   const none = plan.policy.entries.length === 0;
   const pool = ctx.env.ISB_EGRESS_SUBNETS || undefined;
+  const clock = ctx.clock ?? SYSTEM_CLOCK;
   let net = await getOpt(() => h.getNetwork(plan.network));
   if (net) {
     if (net.config?.[KEY_EGRESS_FOR] !== owner) {
@@ -177,20 +153,25 @@ export async function prepareNetwork(
     ctx.progress?.(`${plan.instance}: creating egress network ${plan.network}`);
     const config = egressNetworkConfig(plan, { created: Math.floor(ctx.wallNow() / 1000) });
     if (!none) config["ipv4.address"] = await bridgeAddress(h, plan, pool);
-    await h.createNetwork({
-      name: plan.network,
-      type: "bridge",
-      description: `isb egress for ${owner}`,
-      config,
-    }, { step: `create network ${plan.network}` });
+    await retryLinkRace(clock, () =>
+      h.createNetwork({
+        name: plan.network,
+        type: "bridge",
+        description: `isb egress for ${owner}`,
+        config,
+      }, { step: `create network ${plan.network}` }));
     net = (await h.getNetwork(plan.network)).value;
   }
   if (!none && bridgeIp(net) === undefined) {
     // It was `egress: none`, without an address: give the bridge one.
     const address = await bridgeAddress(h, plan, pool);
-    await h.patchNetwork(plan.network, { config: { "ipv4.address": address } }, {
-      step: `give network ${plan.network} an address`,
-    });
+    await retryLinkRace(
+      clock,
+      () =>
+        h.patchNetwork(plan.network, { config: { "ipv4.address": address } }, {
+          step: `give network ${plan.network} an address`,
+        }),
+    );
     net = (await h.getNetwork(plan.network)).value;
   }
   const ip = bridgeIp(net) ?? "";
@@ -226,9 +207,11 @@ export async function prepareNetwork(
   }
   if (changed) {
     ctx.progress?.(`${plan.instance}: updating egress network ${plan.network}`);
-    await h.putNetwork(plan.network, { description: net.description ?? "", config: cfg }, {
-      step: `update network ${plan.network}`,
-    });
+    const description = net.description ?? "";
+    await retryLinkRace(clock, () =>
+      h.putNetwork(plan.network, { description, config: cfg }, {
+        step: `update network ${plan.network}`,
+      }));
   }
   await allowInProject(incus, plan.network, true);
   return ip;

@@ -8,7 +8,7 @@ import {
   secretValues,
   writeSecretsFile,
 } from "./egress_ca.ts";
-import { pickSubnet } from "./egress.ts";
+import { pickSubnet } from "./egress_bridge.ts";
 import { IsbError } from "../errors.ts";
 import type { SecretBinding } from "./spec_egress.ts";
 

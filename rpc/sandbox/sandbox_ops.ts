@@ -138,7 +138,7 @@ export function lockSandbox(
 }
 
 function egressCtx(rt: Runtime, progress?: (line: string) => void): EgressContext {
-  return { stateDir: rt.isbStateDir, env: rt.env, wallNow: rt.wallNow, progress };
+  return { stateDir: rt.isbStateDir, env: rt.env, wallNow: rt.wallNow, clock: rt.clock, progress };
 }
 
 /** Plan + apply + ports + (optionally) readiness, under the caller's lock. */
@@ -160,7 +160,7 @@ export async function applyDesired(
       clock: rt.clock,
       createTimeoutMs: rt.createTimeoutMs,
       images,
-      egress: { stateDir, env, wallNow },
+      egress: { stateDir, env, wallNow, clock: rt.clock },
       progress: opts.progress,
       ...(rt.inUse ? { inUse: rt.inUse } : {}),
     },

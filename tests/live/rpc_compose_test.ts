@@ -221,3 +221,63 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "compose.up writes secret files, supervises a restart command and waits for healthy dependencies",
+  ignore: NO_INCUS,
+  async fn() {
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "isb-compose2-" }));
+    const proj = testName("cmx");
+    const [api, app] = [`${proj}-api`, `${proj}-app`];
+    await Deno.writeTextFile(`${dir}/token.txt`, "file-secret\n");
+    await Deno.writeTextFile(
+      `${dir}/isb.yaml`,
+      `name: ${proj}
+services:
+  api:
+    image: ${LIVE_IMAGE}
+    command: ["sleep", "infinity"]
+    restart: always
+    healthcheck: {test: ["CMD", "systemctl", "is-active", "isb-api.service"], interval: 1s, retries: 30}
+    secrets: [token]
+  app:
+    image: ${LIVE_IMAGE}
+    depends_on: {api: {condition: service_healthy}}
+secrets:
+  token: {file: ./token.txt}
+`,
+    );
+    await using rig = await liveRig({ cwd: dir });
+    try {
+      const up = await rig.call("compose.up", {});
+      assert.equal(up.error, undefined, JSON.stringify(up.error));
+      const lines = progressOf(up);
+      for (
+        const want of [
+          `${api}: supervising command as isb-api.service`,
+          `${api}: waiting for api to be healthy`,
+          `${api}: healthy`,
+        ]
+      ) assert.ok(lines.includes(want), `missing ${JSON.stringify(want)} in ${lines.join("\n")}`);
+      assert.ok(
+        lines.indexOf(`${api}: healthy`) < lines.indexOf(`${app}: creating from ${LIVE_IMAGE}`),
+      );
+      const secret = await rig.incus.pullFile(api, "/run/secrets/token");
+      assert.equal(new TextDecoder().decode(secret.data), "file-secret\n");
+      assert.equal(secret.mode & 0o777, 0o400);
+      assert.ok(
+        !JSON.stringify(up).includes("file-secret"),
+        "no reply or event carries the secret",
+      );
+      const again = await rig.call("compose.up", {});
+      assert.ok(
+        !progressOf(again).some((l) => l.includes("supervising")),
+        "an unchanged unit is left alone",
+      );
+    } finally {
+      await cleanup(rig, app, api);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});

@@ -53,7 +53,8 @@ Deno.test({
     await using home = new IsxHome();
     const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
     try {
-      assert.equal((await home.isx(["init", "--yes"])).code, 0);
+      const init = await home.isx(["init", "--yes"]);
+      assert.ok(Deno.statSync(`${home.stateDir}/ca/ca.crt`).isFile, init.stdout + init.stderr);
       Deno.writeTextFileSync(
         `${home.configDir}/credentials.yaml`,
         `anthropic:\n  accounts:\n    me: { api_key: ${real} }\n`,
@@ -269,6 +270,7 @@ Deno.test({
       await t.step("a proxy-only branch cannot reach a non-proxy address", async () => {
         const r = await home.isx(["branch", `${p}-po`, "--from", leaf, "--network", "proxy-only"]);
         if (r.code !== 0 && /CONFIG_NF_CONNTRACK_BRIDGE/.test(r.stderr)) {
+          // deno-lint-ignore no-console
           console.error(`proxy-only skipped: ${r.stderr.trim()}`);
           return;
         }
