@@ -41,7 +41,6 @@ const { values } = parseArgs({
 const enc = new TextEncoder();
 
 function say(text: string): void {
-  // deno-lint-ignore no-console
   console.log(text);
 }
 

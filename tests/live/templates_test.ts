@@ -70,7 +70,7 @@ Deno.test({
         `parent: ${root}\nrun: echo v1 > /etc/isx-test/leaf.txt\nenv: { LEAF: "yes" }\n`,
       );
 
-      await t.step(
+      const built = await t.step(
         "isx build builds the missing parent first, then the leaf, and stamps both",
         async () => {
           const r = await home.isx(["build", "-q", leaf]);
@@ -90,7 +90,8 @@ Deno.test({
       );
 
       const inst = `${p}-i1`;
-      await t.step("isx branch makes a running copy with an address", async () => {
+      if (!built) return; // every later step needs the chain
+      const branched = await t.step("isx branch makes a running copy with an address", async () => {
         const r = await home.isx(["branch", inst, "--from", leaf, "--json"]);
         assert.equal(r.code, 0, r.stderr);
         const out = JSON.parse(r.stdout);
@@ -101,6 +102,7 @@ Deno.test({
         assert.equal(s[STAMP.definitionHash], undefined, "template stamps are not copied");
       });
 
+      if (!branched) return;
       await t.step(
         "the branch has its parents' files, agentuser with sudo and the placeholders",
         async () => {
