@@ -97,7 +97,8 @@ grep -q '^root:' /etc/subgid || echo 'root:1000000:1000000000' >> /etc/subgid
 # A busy daemon can take many seconds to answer (GET /1.0 waits behind storage operations, so the
 # probe asks for the instance list); a running incusd is waited for, never started twice.
 incus_alive() { [ -S "$SOCK" ] && curl -sf --max-time "${1:-10}" --unix-socket "$SOCK" http://incus/1.0/instances >/dev/null 2>&1; }
-incusd_running() { pgrep -x incusd >/dev/null 2>&1; }
+# The daemon itself, not its `[lxc monitor]` children (which share the process name).
+incusd_running() { [ -S "$SOCK" ] && pgrep -f "^$INCUSD( |\$)" >/dev/null 2>&1; }
 
 if [ "$(cat /proc/1/comm)" = systemd ]; then
   if ! incus_alive; then
@@ -115,7 +116,7 @@ else
   fi
   if ! incus_alive && incusd_running; then
     log "incusd is running but slow to answer; waiting for it"
-    incus_alive 120 || die "incusd (pid $(pgrep -x incusd | tr '\n' ' ')) does not answer on $SOCK"
+    incus_alive 120 || die "incusd (pid $(pgrep -f "^$INCUSD( |\$)" | tr '\n' ' ')) does not answer on $SOCK"
   fi
   if ! incus_alive; then
     log "starting incusd"
