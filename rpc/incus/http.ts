@@ -66,6 +66,9 @@ export class HttpTransport {
     if ("socket" in endpoint) {
       this.#client = Deno.createHttpClient({
         proxy: { transport: "unix", path: endpoint.socket },
+        // One fresh connection per request: incusd peeks the first bytes of each new
+        // connection inside Accept(), so an idle, silent pooled connection stalls every client.
+        poolMaxIdlePerHost: 0,
       });
       this.#base = "http://incus";
       this.where = endpoint.socket;
