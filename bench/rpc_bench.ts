@@ -10,7 +10,7 @@
  * 2. throughput: 1000 pipelined `sandbox.get` requests, against the same Incus calls made
  *    directly at the same concurrency (target ≥ 0.8× the direct rate).
  *
- * `deno run -A bench/rpc_bench.ts [--rounds N] [--execs N]`. It launches one container
+ * `deno run -A bench/rpc_bench.ts [--rounds N] [--execs N] [--part exec|get|all]`. It launches one container
  * from `debian-base` (ISX_TEST_IMAGE) and deletes it at the end.
  *
  * @module
@@ -23,7 +23,11 @@ import { RpcClient } from "../tests/helpers/rpc_client.ts";
 const SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
 const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
 const { values } = parseArgs({
-  options: { rounds: { type: "string", default: "3" }, execs: { type: "string", default: "30" } },
+  options: {
+    rounds: { type: "string", default: "3" },
+    execs: { type: "string", default: "30" },
+    part: { type: "string", default: "all" },
+  },
 });
 const ROUNDS = Number(values.rounds);
 const EXECS = Number(values.execs);
@@ -176,8 +180,8 @@ if (import.meta.main) {
       { step: `create instance ${name}` },
     );
     await using rpc = await RpcClient.start(["--socket", SOCKET]);
-    await execLatency(rpc, incus, name);
-    await throughput(rpc, incus, name);
+    if (values.part !== "get") await execLatency(rpc, incus, name);
+    if (values.part !== "exec") await throughput(rpc, incus, name);
   } finally {
     await removeInstance(incus, name);
     incus.close();

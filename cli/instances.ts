@@ -278,8 +278,9 @@ shell's exit status.`,
     const { positionals } = parseCommandArgs(rest, {});
     const [name] = names(positionals);
     return withClient(ctx, async (client) => {
-      const st = await client.getInstanceState(name!);
-      if (st.status === "Stopped") await startIsxInstance(client, name!, {});
+      // the instance record carries the status; /state would also gather addresses (slow)
+      const { value } = await client.getInstance(name!);
+      if (value.status === "Stopped") await startIsxInstance(client, name!, {});
       return await interact(client, name!, ctx);
     });
   },

@@ -106,6 +106,14 @@ if [ "$(cat /proc/1/comm)" = systemd ]; then
     systemctl start lxcfs.service incus.socket incus.service
   fi
 else
+  # An lxcfs that died (killed with the session that started it) leaves its FUSE mount behind:
+  # every stat of it fails with "Transport endpoint is not connected".  Detach the dead mount
+  # so a fresh lxcfs can take its place.
+  if grep -qs ' /var/lib/lxcfs ' /proc/self/mounts && ! stat /var/lib/lxcfs/ >/dev/null 2>&1; then
+    log "lxcfs mount is stale (its daemon is gone); unmounting it"
+    umount -l /var/lib/lxcfs 2>/dev/null || fusermount -uz /var/lib/lxcfs 2>/dev/null \
+      || die "cannot unmount the stale lxcfs mount at /var/lib/lxcfs"
+  fi
   mkdir -p /var/lib/lxcfs /var/log/incus /run/incus-setup
   if ! mountpoint -q /var/lib/lxcfs; then
     log "starting lxcfs"

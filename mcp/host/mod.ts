@@ -9,3 +9,4 @@ export * from "./config.ts";
 export * from "./init.ts";
 export * from "./stamps.ts";
 export * from "./guest.ts";
+export * from "./waits.ts";

@@ -8,7 +8,7 @@
  */
 
 import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
-import { startLong, waitForIpv4 } from "../host/guest.ts";
+import { startLong, waitForIpv4 } from "../host/waits.ts";
 import { copyConfig, readStamps, STAMP } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";

@@ -8,7 +8,7 @@
  */
 
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/mod.ts";
-import { startLong, stopReliably, waitForIpv4 } from "../host/guest.ts";
+import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { deliverSecret, restampSecret } from "./secret.ts";
 

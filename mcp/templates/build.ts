@@ -10,7 +10,8 @@
  */
 
 import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
-import { guestUser, startLong, stopReliably, waitForIpv4, waitForRun } from "../host/guest.ts";
+import { guestUser } from "../host/guest.ts";
+import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
 import { copyConfig, readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import type { HostTools } from "./cache.ts";
 import type { Definitions } from "./load.ts";

@@ -81,6 +81,9 @@ function npmEnv(cacheDir: string, tools: HostTools): HostTools {
       npm_config_update_notifier: "false",
       npm_config_fund: "false",
       npm_config_audit: "false",
+      // a registry download that stalls fails and is retried instead of hanging the build
+      npm_config_fetch_timeout: "120000",
+      npm_config_fetch_retries: "4",
     },
   };
 }
