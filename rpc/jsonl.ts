@@ -8,23 +8,28 @@
 
 /** Splits a stream of text into lines without their terminators. */
 export class TextLineStream extends TransformStream<string, string> {
-  #buf = "";
+  /** Pieces of the current unterminated line; only new chunks are searched for `\n`, so a
+   * 10 MiB line arriving in 64 KiB chunks costs linear time, not a rescan per chunk. */
+  #pending: string[] = [];
 
   constructor() {
     super({
       transform: (chunk, controller) => {
-        let buf = this.#buf + chunk;
-        let nl = buf.indexOf("\n");
+        let from = 0;
+        let nl = chunk.indexOf("\n");
         while (nl !== -1) {
-          const end = nl > 0 && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-          controller.enqueue(buf.slice(0, end));
-          buf = buf.slice(nl + 1);
-          nl = buf.indexOf("\n");
+          this.#pending.push(chunk.slice(from, nl));
+          const line = this.#pending.join("");
+          this.#pending = [];
+          controller.enqueue(line.endsWith("\r") ? line.slice(0, -1) : line);
+          from = nl + 1;
+          nl = chunk.indexOf("\n", from);
         }
-        this.#buf = buf;
+        if (from < chunk.length) this.#pending.push(chunk.slice(from));
       },
       flush: (controller) => {
-        const buf = this.#buf.endsWith("\r") ? this.#buf.slice(0, -1) : this.#buf;
+        const rest = this.#pending.join("");
+        const buf = rest.endsWith("\r") ? rest.slice(0, -1) : rest;
         if (buf.length > 0) controller.enqueue(buf);
       },
     });

@@ -15,12 +15,27 @@ deno=$(bash scripts/install-deno.sh) || fail "installing deno failed"
 export PATH="$(dirname "$deno"):$PATH"
 if [ "$(id -u)" = 0 ]; then
   bash scripts/host-setup.sh || fail "host setup failed (Incus); see the lines above"
+  # what the tests themselves drive: a real terminal (isx shell) and openssl (TLS checks)
+  need=()
+  for tool in tmux openssl; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+  if [ ${#need[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; } \
+      || fail "installing test tools failed: ${need[*]}"
+  fi
 else
   echo "test.sh: not root: skipping host setup; live tests run only if an Incus socket answers" >&2
 fi
 
 deno fmt --check >/dev/null || { deno fmt --check 2>&1 | tail -20; fail "deno fmt --check: run deno fmt"; }
 deno lint || fail "deno lint"
+# Exported symbols of every folder's mod.ts (the public surface) are documented and name no
+# unexported type; the list comes from git so a new folder is covered without editing this.
+mods=()
+while IFS= read -r f; do [ -f "$f" ] && mods+=("$f"); done \
+  < <(git -c safe.directory="$root" ls-files -- 'mod.ts' '*/mod.ts')
+[ "${#mods[@]}" -gt 0 ] || fail "deno doc --lint: git ls-files found no mod.ts"
+deno doc --lint "${mods[@]}" || fail "deno doc --lint"
 deno check || fail "deno check"
 
 deno test --allow-all --no-prompt --frozen 2>&1 | tee "$log"

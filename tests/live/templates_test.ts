@@ -203,8 +203,15 @@ Deno.test({
             "120",
             "-y",
             "30",
+            "-c",
+            home.root,
+            // the pane outlives isx and shows its exit status (argv, never a shell string)
             "env",
             ...envArgs,
+            "sh",
+            "-c",
+            '"$@"; echo "[isx exited $?]"; sleep 600',
+            "sh",
             Deno.execPath(),
             ...args,
           );
@@ -216,6 +223,7 @@ Deno.test({
               while (Date.now() < end) {
                 const text = await pane();
                 if (re.test(text)) return text;
+                if (/\[isx exited \d+\]/.test(text)) break; // it is over: say what it printed
                 await new Promise((r) => setTimeout(r, 200));
               }
               throw new assert.AssertionError({ message: `no ${re} in:\n${await pane()}` });
@@ -234,15 +242,7 @@ Deno.test({
             );
             assert.equal(title.trim(), `isx: ${inst}`);
             await tmux("send-keys", "-t", session, "exit", "Enter");
-            const end = Date.now() + 30_000;
-            while (Date.now() < end && (await tmux("has-session", "-t", session)).success) {
-              await new Promise((r) => setTimeout(r, 200));
-            }
-            assert.equal(
-              (await tmux("has-session", "-t", session)).success,
-              false,
-              "the shell ended and isx exited",
-            );
+            await until(/\[isx exited 0\]/); // the shell ended and isx exited with it
           } finally {
             await tmux("kill-session", "-t", session);
           }
