@@ -19,7 +19,7 @@ import { DEFAULT_HOSTS, loadProxyConfig, type ProxyConfig } from "../proxy/mod.t
 import { createIncusClient, type IncusClient, IsbError } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
-import { contextFrom, unionFlags } from "./permissions.ts";
+import { contextFrom, NPM_PASS_ENV, unionFlags } from "./permissions.ts";
 
 const HELP = `Usage: isx build [--with-parents] [--out-of-sync] [-q] <template>...
        isx build --out-of-sync
@@ -137,13 +137,26 @@ export async function runBuild(
     },
     cacheDir,
     logDir: `${stateDir}/build`,
-    hostEnv: { PATH: ctx.env.PATH || "/usr/local/bin:/usr/bin:/bin", HOME: ctx.env.HOME || home },
+    hostEnv: npmHostEnv(ctx.env, home),
     program: { execPath: ctx.perm.execPath, programDir: ctx.perm.programDir, flags: guestFlags() },
     onEvent: opts.onEvent,
     ...(opts.withParents ? { withParents: true } : {}),
     ...(opts.outOfSync ? { outOfSync: true } : {}),
   });
   return results.length;
+}
+
+/** The environment `npm` runs with on the host: PATH, HOME and {@link NPM_PASS_ENV}. */
+export function npmHostEnv(env: Record<string, string | undefined>, home: string) {
+  const out: Record<string, string> = {
+    PATH: env.PATH || "/usr/local/bin:/usr/bin:/bin",
+    HOME: env.HOME || home,
+  };
+  for (const k of NPM_PASS_ENV) {
+    const v = env[k];
+    if (v) out[k] = v;
+  }
+  return out;
 }
 
 /** `isx build`. */

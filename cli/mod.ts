@@ -15,6 +15,8 @@ import type { Command, Prog } from "./command.ts";
 import { COMMANDS } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
 
+export type { Prog };
+
 /** Exit code for each error code: scripts can tell kinds of failure apart. */
 export const EXIT_CODES: Record<IsbCode, number> = {
   connect: 6,

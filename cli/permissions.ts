@@ -70,6 +70,29 @@ export type Mode = typeof MODES[number];
 /** The guest side's fixed paths: the runner's state lives here inside an instance. */
 export const GUEST_PATHS = { run: "/run/isx", tasks: "/var/lib/isx/tasks" } as const;
 
+/**
+ * Host variables `isx build` passes to `npm` when set: how this host reaches the registry (a
+ * TLS-intercepting egress's CA, a proxy, a mirror). Without the CA npm fails every fetch with
+ * SELF_SIGNED_CERT_IN_CHAIN and retries for minutes.
+ */
+export const NPM_PASS_ENV = [
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy",
+  "npm_config_registry",
+  "NPM_CONFIG_REGISTRY",
+  "npm_config_cafile",
+  "NPM_CONFIG_CAFILE",
+  "npm_config_userconfig",
+  "NPM_CONFIG_USERCONFIG",
+] as const;
+
 /** The table: for each mode, its grants as a function of the context. */
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // isb rpc: the Incus socket, files under its cwd (compose files, bind sources), locks and
@@ -146,7 +169,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     ],
     write: [c.socket, c.cacheDir, `${c.stateDir}/build`, c.tmp],
     net: true, // the Incus socket (see init)
-    env: ["TERM", "NO_COLOR", "PATH", "HOME"],
+    // PATH/HOME and how this host reaches the npm registry (CA, proxy, mirror)
+    env: ["TERM", "NO_COLOR", "PATH", "HOME", ...NPM_PASS_ENV],
     run: ["npm", "tar", c.execPath],
     sys: ["uid"],
   }),

@@ -8,20 +8,31 @@
 
 /** A task's state as the guest recorded it. */
 export interface TaskRecord {
+  /** The task id, also its directory name under the tasks root. */
   id: string;
+  /** The command line the runner spawned, program first. */
   argv: string[];
+  /** Whether the command is still running or has ended (including failing to spawn). */
   state: "running" | "finished";
+  /** The guest process id of the command, once it has been spawned. */
   pid?: number;
+  /** The command's exit status, 128 + signal number if a signal killed it, 127 if it never started. */
   exit_code?: number;
+  /** Why the command could not be spawned. */
   error?: string;
+  /** When the runner started the task (ISO 8601). */
   started_at: string;
+  /** When the command ended (ISO 8601). */
   finished_at?: string;
 }
 
 /** One line of `events.jsonl`. */
 export interface TaskEvent {
+  /** When the runner recorded the event (ISO 8601). */
   at: string;
+  /** What happened: spawned, exited, got a forwarded signal, or failed to spawn. */
   type: "start" | "exit" | "signal" | "error";
+  /** Event-specific fields such as `pid`, `exit_code`, `signal` or `message`. */
   [k: string]: unknown;
 }
 

@@ -13,11 +13,15 @@
 
 /** What to run. */
 export interface TaskSpec {
+  /** The task id (1-64 of A-Za-z0-9._:-), naming its directory under `root`. */
   id: string;
+  /** The command to spawn, program first; never run through a shell. */
   argv: string[];
   /** The tasks root (default /var/lib/isx/tasks). */
   root: string;
+  /** The command's working directory (default: the runner's). */
   cwd?: string;
+  /** Variables added to the runner's environment for the command. */
   env?: Record<string, string>;
 }
 

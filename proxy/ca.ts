@@ -4,10 +4,10 @@
  *
  * The CA is made once (`<stateDir>/ca/ca.crt` 0644, `ca.key` 0600 in a 0700 directory) and
  * its key never leaves the host; templates install `ca.crt` so guests trust the proxy. A
- * key file readable by anyone but its owner is refused. Leaves are issued in memory at each
- * start and never written: one leaf names every intercepted domain and its one-level
- * wildcard (Deno's TLS server takes one certificate per listener and has no SNI callback;
- * see docs/decisions.md), and the CONNECT path asks for one leaf per host name.
+ * key file readable by anyone but its owner is refused. Leaves are issued in memory and never
+ * written: one per server name a guest asks for, on first use (proxy/leaf_cache.ts, served
+ * per SNI by proxy/sni.ts), or, where the runtime has no SNI hook, one naming every
+ * intercepted domain and its one-level wildcard (see docs/decisions.md).
  *
  * @module
  */

@@ -2,13 +2,16 @@
  * The proxy side of isb egress (isb-rpc.md §13): for each egress bridge with a
  * `secrets.json`, a TLS server on the bridge's own address, on every allowed port, using
  * that bridge's CA (`<isbStateDir>/egress/<bridge>/ca.{crt,key}`, which isb installed in the
- * sandbox) for a leaf naming every allowed host. The sandbox's DNS sends allowed names to
+ * sandbox) for a leaf per allowed server name (proxy/leaf_cache.ts; any other name fails the
+ * handshake). The sandbox's DNS sends allowed names to
  * the bridge address and its ACL lets it reach nothing else, so this is its only way out.
  *
  * Requests are served by the same relay as isx instances (proxy/intercept.ts), with a policy that
  * injects no isx credential: only the sandbox's own placeholders are replaced, and only on
  * the hosts its secrets name; other allowed hosts are relayed as they are; any other Host is
- * refused (421). Counting works as for any caller. Listeners follow the files: a new,
+ * refused (421). An allowed host name is connected to only at a public address the proxy
+ * resolved itself (DNS-rebinding defence, proxy/egress_guard.ts); a host that is literally
+ * an IP address is used as allowed. Counting works as for any caller. Listeners follow the files: a new,
  * changed or removed `secrets.json` starts, restarts or stops its bridge's servers.
  *
  * @module
@@ -22,6 +25,8 @@ import { emptyCredentials } from "./credentials.ts";
 import { type EgressEntry, egressLookup, hostPattern } from "./egress.ts";
 import { matchDomain, Policy } from "./policy.ts";
 import { type InterceptServer, serveIntercept } from "./intercept.ts";
+import { LeafCache } from "./leaf_cache.ts";
+import { type Resolver, systemResolver } from "./egress_guard.ts";
 
 /** What Incus says about an egress bridge. */
 export interface BridgeInfo {
@@ -68,6 +73,8 @@ export interface EgressServeDeps {
   bindHost?: string;
   /** Test only: bind this port instead of each allowed port. */
   bindPort?: (port: number) => number;
+  /** Resolves upstream host names (default: the system's DNS); only public answers are used. */
+  resolve?: Resolver;
 }
 
 interface Running {
@@ -133,7 +140,10 @@ export class EgressListeners {
     const hosts = [
       ...new Set([...info.allowed.map((a) => a.host), ...entry.secrets.flatMap((s) => s.hosts)]),
     ];
-    const leaf = await ca.issueLeaf(hosts);
+    const leaves = new LeafCache(ca, {
+      accepts: (name) => hosts.some((p) => matchDomain(p, name)),
+      allNames: hosts,
+    });
     const running: Running = { key, entry, server: undefined };
     const allowed = (caller: Caller, host: string) =>
       caller.name === running.entry.instance && hosts.some((p) => matchDomain(p, host));
@@ -145,7 +155,9 @@ export class EgressListeners {
         port: this.#deps.bindPort?.(port) ?? port,
       })),
       {
-        leaf,
+        leaves,
+        ca,
+        publicOnly: this.#deps.resolve ?? systemResolver(),
         deps: {
           policy: new Policy(emptyCredentials(), {
             hosts: { anthropic: [], openai: [], github: [] },

@@ -1,9 +1,12 @@
 /**
- * An intercepting TLS server for one certificate: the relay (proxy/relay.ts) on each listen
- * address, and behind them, on a loopback port, the `Deno.serve` handler the relay hands
- * what it does not speak itself (upgrades, HTTP/1.0). The proxy runs one for the
+ * An intercepting TLS server for one CA and one set of names: the relay (proxy/relay.ts) on
+ * each listen address, and behind them, on a loopback port, the `Deno.serve` handler the
+ * relay hands what it does not speak itself (upgrades, HTTP/1.0). The proxy runs one for the
  * intercepted domains (on the bridge gateway, plus the loopback twin CONNECT tunnels are
- * handed to); each isb egress bridge gets its own with that bridge's certificate.
+ * handed to); each isb egress bridge gets its own with that bridge's CA. Each handshake gets
+ * the leaf for the name the client sent, from a {@link LeafCache} shared by the listeners
+ * (proxy/sni.ts); a name not intercepted, or none, fails the handshake. Where the runtime has
+ * no SNI hook, every listener presents the cache's single all-names leaf instead.
  *
  * @module
  */
@@ -13,6 +16,9 @@ import type { InterceptDeps } from "./admit.ts";
 import type { Caller } from "./clients.ts";
 import { relayConnection, type RelayDeps } from "./relay.ts";
 import { interceptHandler } from "./server.ts";
+import type { Leaf, LeafCache } from "./leaf_cache.ts";
+import { listenTlsSni, resolverOf, sniSupported } from "./sni.ts";
+import type { Resolver } from "./egress_guard.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
 
 /** A running intercepting server. */
@@ -71,14 +77,20 @@ function serveRelay(listener: Deno.Listener, deps: RelayDeps, pool: UpstreamPool
 
 function listenTls(
   at: { hostname: string; port: number },
-  leaf: { certPem: string; keyPem: string },
+  certs: LeafCache | Leaf,
 ): Deno.TlsListener {
   try {
-    return Deno.listenTls({
-      hostname: at.hostname,
-      port: at.port,
-      cert: leaf.certPem,
-      key: leaf.keyPem,
+    if ("certPem" in certs) {
+      return Deno.listenTls({
+        hostname: at.hostname,
+        port: at.port,
+        cert: certs.certPem,
+        key: certs.keyPem,
+        alpnProtocols: ["http/1.1"],
+      });
+    }
+    return listenTlsSni(at, {
+      resolve: resolverOf((name) => certs.forName(name)),
       alpnProtocols: ["http/1.1"],
     });
   } catch (e) {
@@ -90,15 +102,22 @@ function listenTls(
   }
 }
 
-/** Starts the relay on every address in `listen` with `leaf`, and its loopback handler. */
+/** Starts the relay on every address in `listen` with `leaves`, and its loopback handler. */
 export async function serveIntercept(
   listen: readonly { hostname: string; port: number }[],
   o: {
-    leaf: { certPem: string; keyPem: string };
+    /** Per-name leaves (and the all-names fallback). */
+    leaves: LeafCache;
+    /** The CA behind `leaves` (for the one-time SNI probe). */
+    ca: { certPem: string; issueLeaf(names: readonly string[]): Promise<Leaf> };
     deps: InterceptDeps & { handoff: Map<number, Caller> };
     upstreamCaCerts?: string[] | undefined;
+    /** Connect to upstream host names only at public addresses this resolver gives (egress). */
+    publicOnly?: Resolver;
   },
 ): Promise<InterceptServer> {
+  // Per-name leaves when the runtime's SNI hook works, else one leaf for all names.
+  const certs = (await sniSupported(o.ca)) ? o.leaves : await o.leaves.all();
   const abort = new AbortController();
   const slow = Deno.serve({
     hostname: "127.0.0.1",
@@ -110,7 +129,10 @@ export async function serveIntercept(
       return new Response("isx-proxy: internal error\n", { status: 500 });
     },
   }, interceptHandler(o.deps));
-  const pool = new UpstreamPool(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {});
+  const pool = new UpstreamPool({
+    ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
+    ...(o.publicOnly ? { publicOnly: o.publicOnly } : {}),
+  });
   const deps: RelayDeps = {
     ...o.deps,
     slowPort: slow.addr.port,
@@ -124,7 +146,7 @@ export async function serveIntercept(
     await slow.finished;
   };
   try {
-    for (const at of listen) relays.push(serveRelay(listenTls(at, o.leaf), deps, pool));
+    for (const at of listen) relays.push(serveRelay(listenTls(at, certs), deps, pool));
   } catch (e) {
     await close();
     throw e;

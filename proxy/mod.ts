@@ -4,7 +4,8 @@
  *
  * No credential ever enters an instance. Guests resolve the intercepted domains to the
  * bridge gateway (the bridge's dnsmasq) and reach {@link startProxy}'s TLS server on port
- * 443, which presents a leaf signed by the host CA that templates install; the proxy swaps
+ * 443, which presents a leaf for the requested name signed by the host CA that templates
+ * install; the proxy swaps
  * the guests' placeholders for real values on the way upstream and scrubs real values from
  * everything coming back. Anything else a guest sends through `HTTP(S)_PROXY` (port 3128)
  * is tunnelled and counted. The ops port (18080) answers `/health` and `/activity` to host
@@ -12,9 +13,11 @@
  *
  * Layering: pure decisions in `policy.ts`, `rewrite.ts`, `counter.ts`, `usage.ts`,
  * `activity.ts`, `http1.ts` and `chunked.ts` (HTTP/1.1 heads and framing), `scrub.ts`
- * (in-place masking); I/O in `relay.ts` (the intercepting HTTP/1.1 relay, the hot path)
- * with `relay_body.ts`, `conn_reader.ts` and `upstream_pool.ts`, `intercept.ts` (its TLS
- * listeners), `admit.ts` (the decision per request), `server.ts` (the `Deno.serve` handler
+ * (in-place masking), `leaf_cache.ts` (a leaf per server name), `decode.ts` (bodies compressed
+ * anyway), `egress_guard.ts` (public addresses only for egress); I/O in `relay.ts` (the
+ * intercepting HTTP/1.1 relay, the hot path) with `relay_body.ts`, `relay_decode.ts`,
+ * `conn_reader.ts` and `upstream_pool.ts`, `intercept.ts` (its TLS listeners), `sni.ts`
+ * (Deno's unofficial per-SNI certificate hook), `admit.ts` (the decision per request), `server.ts` (the `Deno.serve` handler
  * for upgrades and HTTP/1.0), `forward.ts`, `health.ts`, `dns.ts`, `clients.ts` (address →
  * instance through the Incus client), `ca.ts` (the only TLS-library code),
  * `credentials.ts` (the 0600 file), `egress.ts` (isb egress secrets) and `host.ts`
@@ -62,3 +65,4 @@ export {
   type EgressServeDeps,
 } from "./egress_serve.ts";
 export { type EgressEntry, EgressSecrets, parseEgressFile } from "./egress.ts";
+export type { Resolver } from "./egress_guard.ts";

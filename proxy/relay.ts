@@ -5,7 +5,8 @@
  * handler), rewritten, and written to a kept-alive upstream connection of the same
  * instance; the body follows as bytes. The response head is parsed and rewritten, and its
  * body relayed through one reusable buffer: scrubbed in place, read for usage on model
- * calls, counted. Measured against `Deno.serve` + `fetch` this does a fraction of the work
+ * calls, counted (a body compressed despite `Accept-Encoding: identity` is decoded first,
+ * or read from a decoded copy: proxy/relay_decode.ts). Measured against `Deno.serve` + `fetch` this does a fraction of the work
  * per byte (no stream machinery, no copies, no re-chunking by two HTTP stacks); see
  * docs/decisions.md and bench/proxy_bench.ts.
  *
@@ -48,6 +49,8 @@ import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts"
 import type { ModelCall, TrafficCall } from "./counter.ts";
 import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
+import { DecodingUsageReader } from "./decode.ts";
+import { bodyPlan, DecodingSink } from "./relay_decode.ts";
 
 /** How long a guest connection may wait between requests. */
 const IDLE_MS = 120_000;
@@ -73,15 +76,18 @@ interface Call {
   /** A response head arrived. */
   responded: boolean;
   /** The model call's usage reader, once the response is being read. */
-  reader: UsageReader | undefined;
+  reader: UsageReader | DecodingUsageReader | undefined;
 }
 
 function endCall(a: { model: ModelCall | undefined; traffic: TrafficCall }, call: Call): void {
   if (call.ended) return;
   call.ended = true;
+  const { responded } = call;
   const usage = call.reader?.finish();
-  a.model?.end({ responded: call.responded, ...(usage ? { usage } : {}) });
   a.traffic.end();
+  // A decoded copy may still be catching up: the model call ends when it has.
+  if (usage instanceof Promise) void usage.then((u) => a.model?.end({ responded, usage: u }));
+  else a.model?.end({ responded, ...(usage ? { usage } : {}) });
 }
 
 function message(e: unknown): string {
@@ -285,8 +291,21 @@ class Session {
       end();
       return await this.#refuse(502, `upstream ${origin.authority} failed: ${rf}`);
     }
+    const scrub = Scrubber.of(a.secrets);
+    const plan = bodyPlan(res.headers.get("content-encoding"), {
+      body: rf.kind !== "none",
+      scrubbing: !scrub.empty,
+    });
+    if (plan.kind === "refuse") {
+      finished = true;
+      abort();
+      end();
+      log.warn("proxy: upstream failed", { host: origin.authority, error: plan.reason });
+      return await this.#refuse(502, `upstream ${origin.authority} failed: ${plan.reason}`);
+    }
     const headers = responseHeaders(res.headers, a.secrets);
-    const chunked = rf.kind === "chunked" || rf.kind === "close";
+    if (plan.kind === "decode") headers.delete("content-encoding");
+    const chunked = rf.kind === "chunked" || rf.kind === "close" || plan.kind === "decode";
     if (chunked) {
       headers.delete("content-length");
       headers.set("transfer-encoding", "chunked");
@@ -294,15 +313,20 @@ class Session {
     const guestCloses = connectionTokens(req.headers).has("close");
     if (guestCloses) headers.set("connection", "close");
     const readable = res.status >= 200 && res.status < 300 && a.provider !== undefined &&
-      !res.headers.get("content-encoding")?.replace(/identity/i, "").trim();
+      plan.kind !== "opaque";
     const kind = readable ? bodyKind(res.headers.get("content-type")) : undefined;
     const usage = a.model && a.provider && kind ? new UsageReader(a.provider, kind) : undefined;
-    call.reader = usage;
+    call.reader = usage && plan.kind === "copy"
+      ? new DecodingUsageReader(usage, plan.codings)
+      : usage;
     this.#writer.begin(
-      { guest: this.#guest, scrub: Scrubber.of(a.secrets), reader: usage, traffic, chunked },
+      { guest: this.#guest, scrub, reader: call.reader, traffic, chunked },
       responseHeadBytes(res.status, scrubText(res.reason, a.secrets), headers),
     );
-    const complete = await pumpResponse(up.reader, rf, this.#writer).catch(() => false);
+    const sink = plan.kind === "decode"
+      ? new DecodingSink(this.#writer, plan.codings)
+      : this.#writer;
+    const complete = await pumpResponse(up.reader, rf, sink).catch(() => false);
     finished = true;
     end();
     const reusable = complete && sent === "done" && res.minor === 1 && rf.kind !== "close" &&

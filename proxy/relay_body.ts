@@ -114,16 +114,28 @@ export interface ResponseSink {
   guest: Deno.Conn;
   /** Masks real values. */
   scrub: Scrubber;
-  /** Reads usage from a model call's body. */
-  reader: UsageReader | undefined;
+  /** Reads usage from a model call's body (or from a decoded copy of it). */
+  reader: Pick<UsageReader, "push"> | undefined;
   /** Counts bytes to the guest. */
   traffic: TrafficCall;
   /** Chunk the body (the upstream's was chunked or ran to the connection's close). */
   chunked: boolean;
 }
 
+/** Where {@link pumpResponse} puts a body's payload. */
+export interface PayloadSink {
+  /** Free room to read payload into. */
+  space(): Uint8Array;
+  /** Takes `n` bytes read into {@link PayloadSink.space}. */
+  commit(n: number): void;
+  /** Takes payload bytes from elsewhere (copied). */
+  append(bytes: Uint8Array): Promise<void>;
+  /** Passes on what is final; `final` ends the body. */
+  flush(final: boolean): Promise<void>;
+}
+
 /** The scrubbing, counting writer of response bodies; one per guest connection. */
-export class BodyWriter {
+export class BodyWriter implements PayloadSink {
   #buf = new Uint8Array(0);
   #payload = new Uint8Array(0);
   #side = new Uint8Array(0);
@@ -220,7 +232,7 @@ export class BodyWriter {
 export async function pumpResponse(
   up: ConnReader,
   framing: Framing,
-  w: BodyWriter,
+  w: PayloadSink,
 ): Promise<boolean> {
   if (framing.kind === "none") {
     await w.flush(true);

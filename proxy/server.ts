@@ -6,7 +6,7 @@
  * The decision is {@link admit}'s, as for the relay. Then: request head with credentials
  * injected and `Accept-Encoding: identity` sent with `fetch`, response head and body
  * scrubbed of every real value, bytes counted both ways, model-call usage read from 2xx
- * bodies. The call ends exactly once, when Deno reports the response delivered or the
+ * bodies (a body compressed anyway is handled as in the relay: proxy/relay_decode.ts). The call ends exactly once, when Deno reports the response delivered or the
  * client gone; an upstream that cannot be reached gives 502 and no response is counted.
  * WebSocket upgrades get the same injection and count as one request in flight while
  * open.
@@ -21,6 +21,8 @@ import { responseHeaders, scrubText } from "./rewrite.ts";
 import { Scrubber } from "./scrub.ts";
 import type { Secret } from "./secret.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
+import { decodeStream, DecodingUsageReader } from "./decode.ts";
+import { bodyPlan } from "./relay_decode.ts";
 import { relayWebSocket } from "./websocket.ts";
 
 /** A short plain-text answer from the proxy itself. */
@@ -49,7 +51,11 @@ function counting(onBytes: (n: number) => void): TransformStream<Uint8Array, Uin
 /** The response body: scrubbed, counted, and read for usage on the way to the guest. */
 function relayBody(
   body: ReadableStream<Uint8Array>,
-  opts: { traffic: TrafficCall; reader: UsageReader | undefined; secrets: readonly Secret[] },
+  opts: {
+    traffic: TrafficCall;
+    reader: Pick<UsageReader, "push"> | undefined;
+    secrets: readonly Secret[];
+  },
 ): ReadableStream<Uint8Array> {
   const scrub = Scrubber.of(opts.secrets);
   const { traffic, reader } = opts;
@@ -149,15 +155,36 @@ async function relay(
     return proxyText(502, `upstream ${host} unreachable: ${why}`);
   }
   traffic.responded();
+  const plan = bodyPlan(upstream.headers.get("content-encoding"), {
+    body: upstream.body !== null && req.method !== "HEAD",
+    scrubbing: !Scrubber.of(o.secrets).empty,
+  });
+  if (plan.kind === "refuse") {
+    await upstream.body?.cancel();
+    model?.end({ responded: false });
+    traffic.end();
+    const host = new URL(o.target).host;
+    log.warn("proxy: upstream failed", { host, error: plan.reason });
+    return proxyText(502, `upstream ${host} failed: ${plan.reason}`);
+  }
   const headers = responseHeaders(upstream.headers, o.secrets);
+  if (plan.kind === "decode") {
+    headers.delete("content-encoding");
+    headers.delete("content-length");
+  }
   traffic.received(headBytes("HTTP/1.1", String(upstream.status), headers));
   const readable = upstream.status >= 200 && upstream.status < 300 && o.provider !== undefined &&
-    !upstream.headers.get("content-encoding")?.replace(/identity/i, "").trim();
+    plan.kind !== "opaque";
   const kind = readable ? bodyKind(upstream.headers.get("content-type")) : undefined;
-  const reader = model && o.provider && kind ? new UsageReader(o.provider, kind) : undefined;
+  const usage = model && o.provider && kind ? new UsageReader(o.provider, kind) : undefined;
+  const reader = usage && plan.kind === "copy"
+    ? new DecodingUsageReader(usage, plan.codings)
+    : usage;
   const finish = () => {
-    model?.end({ responded: true, ...(reader ? { usage: reader.finish() } : {}) });
+    const u = reader?.finish();
     traffic.end();
+    if (u instanceof Promise) void u.then((got) => model?.end({ responded: true, usage: got }));
+    else model?.end({ responded: true, ...(u ? { usage: u } : {}) });
   };
   if (!upstream.body || req.method === "HEAD") {
     await upstream.body?.cancel();
@@ -169,6 +196,7 @@ async function relay(
     });
   }
   info.completed.then(finish, finish);
-  const body = relayBody(upstream.body, { traffic, reader, secrets: o.secrets });
+  const raw = plan.kind === "decode" ? decodeStream(upstream.body, plan.codings) : upstream.body;
+  const body = relayBody(raw, { traffic, reader, secrets: o.secrets });
   return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers });
 }

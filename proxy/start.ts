@@ -16,6 +16,7 @@ import { healthHandler, type HealthInfo } from "./health.ts";
 import type { Policy } from "./policy.ts";
 import type { EgressLookup } from "./admit.ts";
 import { type InterceptServer, serveIntercept } from "./intercept.ts";
+import { LeafCache } from "./leaf_cache.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
 
@@ -35,7 +36,7 @@ export interface StartProxyOptions {
   listen: ProxyListen;
   /** Injection and interception decisions. */
   policy: Policy;
-  /** The CA that signs the leaf. */
+  /** The CA that signs the leaves (one per intercepted server name, on first use). */
   ca: CaSigner;
   /** Source address to instance. */
   clients: CallerLookup;
@@ -82,7 +83,11 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   const overrides = checkOverrides(opts.upstreamOverrides);
   const counter = new ActivityCounter({ now, providers: opts.policy.providers() });
   const handoff = new Map<number, Caller>();
-  const leaf = await opts.ca.issueLeaf(opts.policy.certNames());
+  const leaves = new LeafCache(opts.ca, {
+    accepts: (name) => opts.policy.covers(name),
+    allNames: opts.policy.certNames(),
+    now,
+  });
   const abort = new AbortController();
   const servers: Deno.HttpServer<Deno.NetAddr>[] = [];
   let intercept: InterceptServer | undefined;
@@ -91,7 +96,8 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   try {
     // The gateway address, and the loopback twin that CONNECTs to intercepted hosts reach.
     intercept = await serveIntercept([opts.listen.tls, { hostname: "127.0.0.1", port: 0 }], {
-      leaf,
+      leaves,
+      ca: opts.ca,
       deps: {
         policy: opts.policy,
         clients: opts.clients,

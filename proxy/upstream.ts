@@ -49,6 +49,8 @@ export interface UpstreamOrigin {
   port: number;
   /** The `Host` header upstream: `hostname[:port]`, the port only when not the default. */
   authority: string;
+  /** A test override's loopback origin, not the real service. */
+  overridden?: true;
 }
 
 /** The upstream origin for a request to `host[:port]`. */
@@ -65,6 +67,7 @@ export function upstreamOrigin(
       hostname: url.hostname.replace(/^\[|\]$/g, ""),
       port: url.port ? Number(url.port) : secure ? 443 : 80,
       authority: url.host,
+      overridden: true,
     };
   }
   const port = target.port ?? 443;

@@ -13,6 +13,7 @@
 import { IsbError } from "../rpc/mod.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { UpstreamOrigin } from "./upstream.ts";
+import { egressAddress, type Resolver } from "./egress_guard.ts";
 
 /** How long an unused upstream connection is kept. */
 export const IDLE_MS = 60_000;
@@ -48,11 +49,17 @@ export class UpstreamPool {
   readonly #idle = new Map<string, Idle[]>();
   readonly #open = new Set<Deno.Conn>();
   readonly #caCerts: string[] | undefined;
+  readonly #resolve: Resolver | undefined;
   #closed = false;
 
-  /** Creates it; `caCerts` are trusted besides the system's (tests and benchmarks). */
-  constructor(opts: { caCerts?: string[] } = {}) {
+  /**
+   * Creates it; `caCerts` are trusted besides the system's (tests and benchmarks). With
+   * `publicOnly`, a host name is resolved with it and connected to only at a public address
+   * (proxy/egress_guard.ts); test overrides are exempt.
+   */
+  constructor(opts: { caCerts?: string[]; publicOnly?: Resolver } = {}) {
     this.#caCerts = opts.caCerts;
+    this.#resolve = opts.publicOnly;
   }
 
   /** An idle connection for `key` (unless `fresh` is asked), else a new one to `origin`. */
@@ -71,7 +78,11 @@ export class UpstreamPool {
     }
     if (list) this.#idle.delete(key);
     if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
-    const tcp = await Deno.connect({ hostname: origin.hostname, port: origin.port });
+    const address = this.#resolve && !origin.overridden
+      ? await egressAddress(origin.hostname, this.#resolve)
+      : origin.hostname;
+    if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
+    const tcp = await Deno.connect({ hostname: address, port: origin.port });
     this.#open.add(tcp);
     let conn: Deno.Conn = tcp;
     try {

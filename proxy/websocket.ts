@@ -2,8 +2,9 @@
  * WebSocket upgrades on intercepted hosts (Codex speaks the Responses API over one): the
  * upstream socket is opened first, with the same injected head as any request, so the guest
  * is answered with the subprotocol the service chose; then messages are relayed both ways.
- * Text coming back is scrubbed of real values. The socket counts as one request, and as a
- * WebSocket in flight, until either side closes.
+ * Every message coming back, text or binary, and the upstream's close reason are scrubbed of
+ * real values (each message on its own: a value split across two messages is not seen). The
+ * socket counts as one request, and as a WebSocket in flight, until either side closes.
  *
  * @module
  */
@@ -11,6 +12,7 @@
 import { log } from "../rpc/mod.ts";
 import type { TrafficCall } from "./counter.ts";
 import { scrubText } from "./rewrite.ts";
+import { Scrubber } from "./scrub.ts";
 import type { Secret } from "./secret.ts";
 
 const WS_HEAD = [
@@ -96,16 +98,22 @@ export async function relayWebSocket(
     o.traffic.sent(size(ev.data));
     if (upstream.readyState === WebSocket.OPEN) upstream.send(ev.data);
   };
+  // Masks in place: each binary message is its own buffer, scanned whole.
+  const scrub = Scrubber.of(o.secrets);
   upstream.onmessage = (ev) => {
-    const data = typeof ev.data === "string"
-      ? scrubText(ev.data, o.secrets)
-      : ev.data as ArrayBuffer;
+    let data: string | ArrayBuffer;
+    if (typeof ev.data === "string") data = scrubText(ev.data, o.secrets);
+    else {
+      data = ev.data as ArrayBuffer;
+      const bytes = new Uint8Array(data);
+      scrub.scan(bytes, bytes.length, true);
+    }
     o.traffic.received(size(data));
     if (socket.readyState === WebSocket.OPEN) socket.send(data);
     else if (socket.readyState === WebSocket.CONNECTING) pending.push(data);
   };
   socket.onclose = (ev) => end(ev.code, ev.reason);
-  upstream.onclose = (ev) => end(ev.code, ev.reason);
+  upstream.onclose = (ev) => end(ev.code, scrubText(ev.reason, o.secrets));
   socket.onerror = () => end();
   upstream.onerror = () => end();
   return response;

@@ -38,9 +38,12 @@ export type IsbData = Record<string, unknown>;
 
 /** An error with a stable code, optional structured data and a cause. */
 export class IsbError extends Error {
+  /** The stable code clients branch on (isb-rpc.md §3); also picks the CLI exit status. */
   readonly code: IsbCode;
+  /** Structured details for the reply's `data` field, if the code carries any. */
   readonly data: IsbData | undefined;
 
+  /** Makes an error answered as `code`; `options.cause` keeps the underlying failure. */
   constructor(code: IsbCode, message: string, options: { data?: IsbData; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "IsbError";

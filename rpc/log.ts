@@ -6,9 +6,10 @@
  * @module
  */
 
-const LEVELS = { error: 0, warn: 1, info: 2, debug: 3 } as const;
-/** A log level name. */
-export type LogLevel = keyof typeof LEVELS;
+/** A log level name, most severe first. */
+export type LogLevel = "error" | "warn" | "info" | "debug";
+
+const LEVELS: Readonly<Record<LogLevel, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 let current: LogLevel = "warn";
 let sink: (line: string) => void = (line) => {
@@ -28,7 +29,7 @@ export function setLogSink(fn: (line: string) => void): void {
 
 /** True if `s` names a level. */
 export function isLogLevel(s: string): s is LogLevel {
-  return s in LEVELS;
+  return Object.hasOwn(LEVELS, s);
 }
 
 function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>): void {

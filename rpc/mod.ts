@@ -13,5 +13,42 @@ export * from "./log.ts";
 export * from "./version.ts";
 export * from "./incus/mod.ts";
 export { createEngine, type Engine, type EngineOptions } from "./sandbox/mod.ts";
+export type {
+  Action,
+  ApplyReport,
+  CallOptions as EngineCallOptions,
+  Clock,
+  ComposeFs,
+  ComposeLoadResult,
+  ComposeParams,
+  Dependency,
+  DeploySpec,
+  DomainSpec,
+  EgressSecretSpec,
+  EgressSpec,
+  EnvValue,
+  ExecDefaults,
+  HealthcheckSpec,
+  IdmapMode,
+  IdmapSpec,
+  MountSpec,
+  NamedVolumeSpec,
+  PortSpec,
+  Props,
+  PruneItem,
+  ReadyCheck,
+  RemoveParams,
+  SandboxInfo,
+  SandboxPlan,
+  SandboxSpec,
+  SecretRef,
+  SpecParams,
+  StopParams,
+  UpdateConfigSpec,
+  VolumeInfo,
+  VolumeParams,
+  WaitReadyParams,
+} from "./sandbox/mod.ts";
+export type { ExecControl } from "./sandbox/exec_registry.ts";
 export * from "./sandbox/exec.ts";
 export * from "./sandbox/exec_user.ts";

@@ -154,6 +154,8 @@ const PURE = [
   "proxy/http1.ts",
   "proxy/chunked.ts",
   "proxy/scrub.ts",
+  "proxy/leaf_cache.ts",
+  "proxy/decode.ts",
   "guest/protocol.ts",
 ];
 

@@ -9,6 +9,7 @@ import { createCa } from "../proxy/ca.ts";
 import { ActivityCounter } from "../proxy/counter.ts";
 import { EgressSecrets } from "../proxy/egress.ts";
 import { EgressListeners } from "../proxy/egress_serve.ts";
+import { Secret } from "../proxy/secret.ts";
 import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
 
 const PLACEHOLDER = "isb_placeholder_0123456789abcdef0123456789abcdef";
@@ -91,6 +92,56 @@ Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", as
     secrets.close();
     await listeners.close();
     await up.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("proxy refuses an egress host name that resolves to no public address", async () => {
+  const dir = await Deno.makeTempDir();
+  const callers = new PortCallers();
+  const sandbox = { name: "sb1", incarnation: "t", view: 1, address: "x", pins: {} };
+  const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
+  const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
+  await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  const asked: string[] = [];
+  const listeners = new EgressListeners({
+    clients: callers,
+    counter,
+    dir,
+    bridgeInfo: () =>
+      Promise.resolve({ address: "10.99.0.1", allowed: [{ host: "rebind.test", port: 443 }] }),
+    bindHost: "127.0.0.1",
+    bindPort: () => 0,
+    // A rebinding answer: the allowed name now points at the host itself.
+    resolve: (h) => (asked.push(h), Promise.resolve(["127.0.0.1", "169.254.169.254"])),
+  });
+  try {
+    await listeners.sync([{
+      bridge: BRIDGE,
+      instance: "sb1",
+      secrets: [{
+        env: "TOKEN",
+        placeholder: PLACEHOLDER,
+        hosts: ["rebind.test"],
+        value: new Secret(VALUE),
+      }],
+    }]);
+    const res = await guestRequest(callers, {
+      port: listeners.addrs(BRIDGE)[0]!.port,
+      serverName: "rebind.test",
+      caCert: ca.certPem,
+      caller: sandbox,
+      path: "/echo",
+      headers: { authorization: `Bearer ${PLACEHOLDER}` },
+    });
+    equal(res.status, 502);
+    ok(res.body.includes("resolves to no public address (127.0.0.1, 169.254.169.254)"), res.body);
+    ok(!res.body.includes(VALUE));
+    equal(asked[0], "rebind.test");
+  } finally {
+    await listeners.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -11,6 +11,18 @@
 
 import { z } from "zod";
 import { IsbError } from "../../rpc/mod.ts";
+import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
+
+export type {
+  FileDef,
+  NpmDef,
+  RepoDef,
+  TemplateDef,
+  TemplateLimits,
+  ToolDef,
+  ToolParamDef,
+  ToolRef,
+} from "./defs.ts";
 
 /** Template, tool and instance names: what an Incus instance name allows, kept short. */
 export const NAME_RE = /^[a-z]([a-z0-9-]{0,46}[a-z0-9])?$/;
@@ -130,14 +142,15 @@ const ToolSchema = z.strictObject({
   agent_note: z.string().optional(),
 });
 
-/** A template definition as written (after validation). */
-export type TemplateDef = z.infer<typeof TemplateSchema> & { name: string };
-/** A tool definition as written (after validation). */
-export type ToolDef = z.infer<typeof ToolSchema> & { name: string };
-/** A file entry as written. */
-export type FileDef = z.infer<typeof FileSchema>;
-/** A tool reference as written. */
-export type ToolRef = z.infer<typeof ToolRefSchema>;
+// The interfaces of defs.ts are exactly these schemas' outputs (checked both ways).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
+type _TemplateDefIsSchema = Assert<
+  Same<z.output<typeof TemplateSchema> & { name: string }, TemplateDef>
+>;
+type _ToolDefIsSchema = Assert<Same<z.output<typeof ToolSchema> & { name: string }, ToolDef>>;
+type _FileDefIsSchema = Assert<Same<z.output<typeof FileSchema>, FileDef>>;
+type _ToolRefIsSchema = Assert<Same<z.output<typeof ToolRefSchema>, ToolRef>>;
 
 function fieldName(path: readonly PropertyKey[]): string {
   let s = "";

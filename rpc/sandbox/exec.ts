@@ -42,8 +42,9 @@ export interface ExecRequest {
   login?: boolean;
   /** Allocate a pty. */
   tty?: boolean;
-  /** Terminal size (tty only; 80×24 by default). */
+  /** Terminal width in columns (tty only; 80 by default). */
   width?: number;
+  /** Terminal height in rows (tty only; 24 by default). */
   height?: number;
   /** Kill after this long and fail with `exec_timeout`. */
   timeoutMs?: number;
@@ -65,8 +66,11 @@ export interface ExecHooks {
 
 /** How an exec ended. `stdout`/`stderr` only when output was buffered. */
 export interface ExecOutcome {
+  /** The command's exit status as Incus reports it. */
   exitCode: number;
+  /** Everything the command wrote to stdout, when no `onOutput` hook took it. */
   stdout?: Uint8Array;
+  /** Everything the command wrote to stderr, when no `onOutput` hook took it. */
   stderr?: Uint8Array;
 }
 

@@ -20,16 +20,23 @@ export type UserClient = Pick<IncusClient, "execCapture" | "pullFile">;
 
 /** One `/etc/passwd` line. */
 export interface PasswdEntry {
+  /** The login name (first field). */
   name: string;
+  /** The numeric user id (third field). */
   uid: number;
+  /** The primary group id (fourth field). */
   gid: number;
+  /** The home directory, which becomes the exec's `HOME` (sixth field). */
   home: string;
+  /** The login shell, used for login execs (seventh field, trimmed). */
   shell: string;
 }
 
 /** The resolved identity of an exec. */
 export interface ExecUser {
+  /** The uid the command runs as. */
   uid: number;
+  /** The gid the command runs as: the named group, else the user's primary group. */
   gid: number;
   /** The passwd entry, when the user has one. */
   entry?: PasswdEntry;

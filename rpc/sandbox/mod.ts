@@ -79,9 +79,23 @@ import {
 export type { CallOptions, ComposeFs, ComposeParams, SpecParams };
 export type { SandboxInfo };
 export type { PruneItem, VolumeInfo };
-export type { Action, ApplyReport, SandboxPlan } from "./plan.ts";
+export type { Action, ApplyReport, Props, SandboxPlan } from "./plan.ts";
 export type { IncusClient };
 export type { ExecDefaults, NamedVolumeSpec, PortSpec, ReadyCheck, SandboxSpec } from "./spec.ts";
+export type {
+  Dependency,
+  DeploySpec,
+  DomainSpec,
+  EgressSecretSpec,
+  EgressSpec,
+  EnvValue,
+  HealthcheckSpec,
+  IdmapMode,
+  IdmapSpec,
+  MountSpec,
+  SecretRef,
+  UpdateConfigSpec,
+} from "./spec.ts";
 export { type Clock, SYSTEM_CLOCK } from "./lock.ts";
 
 /** What {@link createEngine} needs. */

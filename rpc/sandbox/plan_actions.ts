@@ -37,15 +37,21 @@ export type Action =
 
 /** A plan for one sandbox; `status` is null when the instance does not exist. */
 export interface SandboxPlan {
+  /** The sandbox (instance) the plan is for. */
   name: string;
+  /** Incus's status string (`Running`, `Stopped`, …), null if the instance does not exist. */
   status: string | null;
+  /** The steps that would bring the instance to its spec, in order; notes included. */
   actions: Action[];
 }
 
 /** What `sandbox.ensure` and `compose.up` report (§6.2). */
 export interface ApplyReport {
+  /** The sandbox (instance) that was ensured. */
   name: string;
+  /** True if this call created the instance. */
   created: boolean;
+  /** Every action applied, in order, notes included. */
   applied: Action[];
   /** The settled listen address of every searched port of the spec. */
   ports: Record<string, string>;

@@ -14,8 +14,11 @@ import { type Ctx, fail, poly, sub } from "./spec_scalars.ts";
 
 /** A secret as written, normalised: the env var the guest sees, its store name, its hosts. */
 export interface EgressSecretSpec {
+  /** The environment variable that holds the placeholder in the guest. */
   env: string;
+  /** The name of the real value in the secret store (default: `env`). */
   secret?: string;
+  /** The hosts (`host[:port]`, `*.suffix`) whose requests get the real value. */
   hosts: string[];
 }
 

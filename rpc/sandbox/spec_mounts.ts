@@ -18,12 +18,19 @@ export interface MountSpec {
   source: string;
   /** Absolute path inside the guest. */
   target: string;
+  /** The mount is read-only in the guest. */
   read_only?: true;
+  /** Named volumes only: it must already exist (isb never creates it). */
   external?: true;
+  /** Named volumes only: the storage pool. */
   pool?: string;
+  /** Named volumes only: the owner the mount point is chowned to (name or id). */
   owner?: string;
+  /** The Incus device name (default: derived from the target). */
   device?: string;
+  /** Named volumes only: skip copying the image's files into a new volume. */
   volume?: { nocopy: true };
+  /** Extra disk device properties, verbatim. */
   options?: Record<string, string>;
 }
 

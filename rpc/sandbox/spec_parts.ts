@@ -142,9 +142,13 @@ export const ExecSpec = poly(
 
 /** Exec defaults (`sandbox.exec`'s `defaults`, resolved specs' `exec`). */
 export interface ExecDefaults {
+  /** Who execs run as: `NAME`, `UID`, `UID:GID` or `NAME:GROUP` (default root). */
   user?: string;
+  /** The working directory of execs (default the user's home). */
   cwd?: string;
+  /** Variables added to every exec's environment. */
   env?: Record<string, string>;
+  /** Execs run through the user's login shell. */
   login?: true;
 }
 

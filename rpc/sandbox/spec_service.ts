@@ -43,8 +43,82 @@ export const Healthcheck = z.strictObject({
   disable: Bool.optional().transform((b) => b || undefined),
 });
 
+/** A parsed `healthcheck:`; durations stay as written (strings), `disable` only when true. */
+export interface HealthcheckSpec {
+  /** The probe: `["CMD", argv…]`, `["CMD-SHELL", line]` or `["NONE"]`. */
+  test?: string[];
+  /** Time between probes (docker's default 30s). */
+  interval?: string;
+  /** How long one probe may run (default 30s). */
+  timeout?: string;
+  /** Consecutive failures before the service counts as unhealthy (default 3). */
+  retries?: number;
+  /** Grace time after start during which failures do not count (default 0s). */
+  start_period?: string;
+  /** Time between probes during the start period (default 5s). */
+  start_interval?: string;
+  /** Turns the healthcheck off. */
+  disable?: true;
+}
+
+/** A parsed `deploy.update_config` / `deploy.rollback_config` (accepted, not acted on). */
+export interface UpdateConfigSpec {
+  /** How many replicas change at once. */
+  parallelism?: number;
+  /** Wait between batches. */
+  delay?: string;
+  /** What to do when a batch fails. */
+  failure_action?: "pause" | "rollback" | "continue";
+  /** How long to watch a batch for failure. */
+  monitor?: string;
+  /** Whether the old replica stops before or after the new one starts. */
+  order?: "stop-first" | "start-first";
+}
+
+/** A parsed `deploy:`; `isb up` acts only on `resources.limits`, folded into cpus/mem_limit. */
+export interface DeploySpec {
+  /** Swarm mode; only `replicated` is accepted by validation. */
+  mode?: string;
+  /** Replica count; more than one is refused by `compose.up`. */
+  replicas?: number;
+  /** How updates roll out. */
+  update_config?: UpdateConfigSpec;
+  /** How rollbacks roll out. */
+  rollback_config?: UpdateConfigSpec;
+  /** docker's restart policy, accepted for compatibility. */
+  restart_policy?: {
+    condition?: "none" | "on-failure" | "any";
+    delay?: string;
+    max_attempts?: number;
+    window?: string;
+  };
+  /** Resource limits (`cpus`, `memory`), kept as written. */
+  resources?: { limits?: { cpus?: string; memory?: string } };
+  /** Service labels, normalised to a map. */
+  labels?: Record<string, string>;
+}
+
+/** A parsed `domains:` entry: a public hostname routed to the service (stacks only). */
+export interface DomainSpec {
+  /** The public hostname. */
+  host: string;
+  /** The URL path prefix routed to the service. */
+  path?: string;
+  /** The service port traffic goes to. */
+  port?: number;
+  /** Whether the host is served over HTTPS. */
+  https?: boolean;
+  /** A URL to redirect to instead of proxying. */
+  redirect?: string;
+  /** Whether `path` is removed before forwarding. */
+  strip_prefix?: boolean;
+  /** Whether `www.<host>` redirects to the host. */
+  www_redirect?: boolean;
+}
+
 /** What a dependency must reach before its dependents start. */
 export interface Dependency {
+  /** Started (`service_started`, the default) or passing its healthcheck (`service_healthy`). */
   condition: "service_started" | "service_healthy";
 }
 
@@ -109,10 +183,15 @@ export const Domain = z.strictObject({
 
 /** A service's use of a top-level secret. */
 export interface SecretRef {
+  /** The top-level secret's key. */
   source: string;
+  /** The file name under `/run/secrets/` (default: `source`). */
   target?: string;
+  /** The file's owner uid. */
   uid?: number;
+  /** The file's owner gid. */
   gid?: number;
+  /** The file's octal mode as written (default 0400). */
   mode?: string;
 }
 

@@ -12,12 +12,17 @@
  * - `POST /v1/messages` with `"hold": true`, or `GET /hold`: streams one event, then holds
  *   the response open until the client goes.
  * - `GET /echo`: the request head as JSON.
- * - `GET /ws` (WebSocket): first sends the `authorization` it got, then echoes messages.
+ * - `GET /ws` (WebSocket): first sends the `authorization` it got, then echoes messages
+ *   (binary ones as binary); `binary-key` gets the `authorization` back in a binary
+ *   message, `close-with-key` a close whose reason names it.
+ * - any request with `x-fake-content-encoding: gzip|deflate|deflate-raw|br|…`: the answer
+ *   compressed so (ignoring `Accept-Encoding`, as a misbehaving server would).
  * Anything else: 404.
  *
  * @module
  */
 
+import { brotliCompressSync } from "node:zlib";
 import type { Caller, CallerLookup } from "../../proxy/clients.ts";
 import type { CallerRef } from "../../proxy/counter.ts";
 
@@ -67,11 +72,35 @@ function held(state: { cancelled: number }): Response {
   return new Response(stream, { headers: { "content-type": "text/event-stream" } });
 }
 
+/**
+ * `res` compressed as `coding` (`gzip`, `deflate`, `deflate-raw` sent as `deflate`, `br`),
+ * or only labelled so for any other coding; the body streams for the first three.
+ */
+async function encoded(res: Response, coding: string): Promise<Response> {
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  headers.set("content-encoding", coding === "deflate-raw" ? "deflate" : coding);
+  let body: BodyInit | null = res.body;
+  if (coding === "gzip" || coding === "deflate" || coding === "deflate-raw") {
+    body = res.body!.pipeThrough(
+      new CompressionStream(coding) as unknown as TransformStream<Uint8Array, Uint8Array>,
+    );
+  } else if (coding === "br") {
+    body = new Uint8Array(brotliCompressSync(new Uint8Array(await res.arrayBuffer())));
+  }
+  return new Response(body, { status: res.status, headers });
+}
+
 /** Starts the fake on 127.0.0.1 (plain HTTP; the proxy reaches it through a test override). */
 export function startFakeUpstream(): FakeUpstream {
   const requests: Recorded[] = [];
   const state = { cancelled: 0 };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const coding = req.headers.get("x-fake-content-encoding");
+    const res = await respond(req);
+    return coding ? await encoded(res, coding) : res;
+  });
+  async function respond(req: Request): Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname === "/ws" && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
       requests.push({
@@ -83,7 +112,18 @@ export function startFakeUpstream(): FakeUpstream {
       const { socket, response } = Deno.upgradeWebSocket(req);
       socket.onopen = () =>
         socket.send(JSON.stringify({ authorization: req.headers.get("authorization") }));
-      socket.onmessage = (ev) => socket.send(`echo:${ev.data}`);
+      socket.binaryType = "arraybuffer";
+      const auth = req.headers.get("authorization") ?? "";
+      socket.onmessage = (ev) => {
+        if (ev.data instanceof ArrayBuffer) {
+          const echo = new Uint8Array(5 + ev.data.byteLength);
+          echo.set(enc.encode("echo:"));
+          echo.set(new Uint8Array(ev.data), 5);
+          socket.send(echo);
+        } else if (ev.data === "binary-key") socket.send(enc.encode(`key:${auth}`));
+        else if (ev.data === "close-with-key") socket.close(4000, `bye ${auth}`);
+        else socket.send(`echo:${ev.data}`);
+      };
       return response;
     }
     const body = await req.text();
@@ -141,7 +181,7 @@ export function startFakeUpstream(): FakeUpstream {
       return Response.json({ headers: Object.fromEntries(req.headers) });
     }
     return new Response("no such path", { status: 404 });
-  });
+  }
   return {
     origin: `http://127.0.0.1:${server.addr.port}`,
     port: server.addr.port,
