@@ -74,7 +74,8 @@ Copies a built template (copy-on-write), starts it with a fresh instance secret 
 waits for its address. The network mode and resource limits come from the template's
 definition unless --network is given:
   full        the bridge, like any instance
-  proxy-only  only the isx proxy and DNS on the bridge gateway (a network ACL)
+  proxy-only  on isx's proxy-only bridge (isxproxy0, made when missing): only the
+              isx proxy (443, 3128) and DNS on its gateway, nothing else
   airgap      no network device at all
 
 Options:
@@ -105,8 +106,9 @@ Options:
         template: values.from!,
         proxy: {
           bridge: proxy.bridge,
-          ...(proxy.gateway ? { gateway: proxy.gateway } : {}),
-          ports: [proxy.ports.tls, proxy.ports.forward, proxy.ports.health],
+          proxyOnlyBridge: proxy.proxy_only_bridge,
+          subnets: proxy.proxy_only_subnets,
+          ports: { tls: proxy.ports.tls, forward: proxy.ports.forward },
         },
         network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
         ...(d.limits ? { limits: d.limits } : {}),

@@ -8,6 +8,8 @@
  * ```yaml
  * proxy:
  *   bridge: incusbr0          # whose gateway the proxy listens on
+ *   proxy_only_bridge: isxproxy0     # also served when it exists (isx branch --network proxy-only)
+ *   proxy_only_subnets: 10.78.0.0/16 # where isx branch picks that bridge's /24
  *   gateway: 10.77.0.1        # default: the bridge's ipv4.address
  *   ports: { tls: 443, forward: 3128, health: 18080 }
  *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
@@ -20,7 +22,7 @@
 
 import { load } from "js-yaml";
 import { z } from "zod";
-import { createIncusClient, IsbError, log } from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
 import { loadCredentials } from "./credentials.ts";
@@ -28,13 +30,21 @@ import { applyDns, bridgeGateway } from "./dns.ts";
 import { EgressSecrets } from "./egress.ts";
 import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
 import { type ProxyHandle, startProxy } from "./start.ts";
+import { BridgeFollower, proxyOnlyGateway } from "./proxy_only.ts";
 import { Policy } from "./policy.ts";
+
+/** The proxy-only bridge's default name (isx branch --network proxy-only makes it). */
+export const PROXY_ONLY_BRIDGE = "isxproxy0";
 
 /** The default ports (team contract). */
 export const DEFAULT_PORTS = { tls: 443, forward: 3128, health: 18080 } as const;
 
 const ProxyBlock = z.strictObject({
   bridge: z.string().min(1).default("incusbr0"),
+  proxy_only_bridge: z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/).default(PROXY_ONLY_BRIDGE),
+  proxy_only_subnets: z.string().regex(/^\d{1,3}\.\d{1,3}\.0\.0\/16$/).default(
+    "10.78.0.0/16",
+  ),
   gateway: z.string().min(1).optional(),
   ports: z.strictObject({
     tls: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.tls),
@@ -54,6 +64,10 @@ const ProxyBlock = z.strictObject({
 export interface ProxyConfig {
   /** The bridge whose gateway the proxy listens on. */
   bridge: string;
+  /** isx's proxy-only bridge, served too once it exists (marked `user.isx.role`). */
+  proxy_only_bridge: string;
+  /** The `/16` that bridge's `/24` is picked from. */
+  proxy_only_subnets: string;
   /** The listen address; default: the bridge's `ipv4.address`. */
   gateway?: string | undefined;
   /** TLS interception, forward proxy and ops ports. */
@@ -121,6 +135,8 @@ export interface HostProxy {
   config: ProxyConfig;
   /** The address the proxy listens on. */
   gateway: string;
+  /** Follows the proxy-only bridge (its gateway is served too while it exists). */
+  proxyOnly: BridgeFollower;
   /** Stops everything. */
   close(): Promise<void>;
 }
@@ -193,11 +209,15 @@ export async function startHostProxy(
     });
     cleanup.unshift(() => listeners.close());
     egress.watch((entries) => void listeners.sync(entries));
+    const proxyOnly = followProxyOnly(incus, handle, config, policy.dnsNames());
+    cleanup.unshift(() => proxyOnly.close());
+    await proxyOnly.start();
     log.info("proxy: listening", { ...handle.health().listen, domains: policy.domains.join(",") });
     return {
       handle,
       config,
       gateway,
+      proxyOnly,
       async close() {
         for (const f of cleanup) await f();
       },
@@ -206,4 +226,56 @@ export async function startHostProxy(
     for (const f of cleanup) await f();
     throw e;
   }
+}
+
+/** The follower that serves the proxy-only bridge's gateway (listeners and DNS). */
+function followProxyOnly(
+  incus: IncusClient,
+  handle: ProxyHandle,
+  config: ProxyConfig,
+  dnsNames: readonly string[],
+): BridgeFollower {
+  const bridge = config.proxy_only_bridge;
+  return new BridgeFollower({
+    async read() {
+      try {
+        return proxyOnlyGateway((await incus.getNetwork(bridge)).value.config);
+      } catch (e) {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      }
+    },
+    async serve(gateway) {
+      const at = { hostname: gateway, tls: config.ports.tls, forward: config.ports.forward };
+      const addrs = await handle.addListen(at);
+      if (config.dns) {
+        await applyDns(incus, bridge, { names: dnsNames, gateway }).catch((e) =>
+          log.warn("proxy: could not set the DNS of the proxy-only bridge", {
+            bridge,
+            error: (e as Error).message,
+          })
+        );
+      }
+      log.info("proxy: serving the proxy-only bridge", {
+        bridge,
+        tls: `${gateway}:${addrs.tls.port}`,
+        forward: `${gateway}:${addrs.forward.port}`,
+      });
+    },
+    unserve: (gateway) => handle.removeListen(gateway),
+    async *changes(signal) {
+      const stream = await incus.events({ types: ["lifecycle"], allProjects: true });
+      const stop = () => stream.close();
+      signal.addEventListener("abort", stop, { once: true });
+      try {
+        for await (const ev of stream) {
+          const action = String((ev.metadata as { action?: unknown } | undefined)?.action ?? "");
+          if (action.startsWith("network-")) yield ev;
+        }
+      } finally {
+        signal.removeEventListener("abort", stop);
+        stream.close();
+      }
+    },
+  });
 }

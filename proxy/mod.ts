@@ -20,7 +20,8 @@
  * (Deno's unofficial per-SNI certificate hook), `admit.ts` (the decision per request), `server.ts` (the `Deno.serve` handler
  * for upgrades and HTTP/1.0), `forward.ts`, `health.ts`, `dns.ts`, `clients.ts` (address →
  * instance through the Incus client), `ca.ts` (the only TLS-library code),
- * `credentials.ts` (the 0600 file), `egress.ts` (isb egress secrets) and `host.ts`
+ * `credentials.ts` (the 0600 file), `egress.ts` (isb egress secrets), `proxy_only.ts` (serving
+ * isx's proxy-only bridge too, once it exists) and `host.ts`
  * (assembling all of it from the user's files for `isx proxy`).
  *
  * @module
@@ -54,7 +55,20 @@ export {
 } from "./clients.ts";
 export type { HealthInfo } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
-export { type ProxyHandle, type ProxyListen, startProxy, type StartProxyOptions } from "./start.ts";
+export {
+  type ExtraListen,
+  type ProxyHandle,
+  type ProxyListen,
+  startProxy,
+  type StartProxyOptions,
+} from "./start.ts";
+export {
+  BridgeFollower,
+  type FollowerDeps,
+  KEY_ISX_ROLE,
+  proxyOnlyGateway,
+  ROLE_PROXY_ONLY,
+} from "./proxy_only.ts";
 export * from "./host.ts";
 export * from "./runfiles.ts";
 export * from "./activity_format.ts";

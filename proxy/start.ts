@@ -2,7 +2,9 @@
  * {@link startProxy}: binds the intercepting TLS server (the relay, plus its loopback twin
  * for CONNECT hand-over; proxy/intercept.ts), the forward proxy and the ops port(s) around
  * one counter, and tears them all down again. Everything it serves comes in as arguments: policy, CA, caller
- * lookup, egress secrets, clock.
+ * lookup, egress secrets, clock. More bridges (isx's proxy-only bridge) are served on demand
+ * by {@link ProxyHandle.addListen}: the same TLS interception and forward proxy, on that
+ * bridge's gateway, sharing everything else.
  *
  * @module
  */
@@ -28,6 +30,16 @@ export interface ProxyListen {
   forward: { hostname: string; port: number };
   /** The ops port(s) (gateway:18080 and 127.0.0.1:18080). */
   health: { hostname: string; port: number }[];
+}
+
+/** Another gateway to serve: its address and the TLS and forward ports there. */
+export interface ExtraListen {
+  /** The gateway address. */
+  hostname: string;
+  /** TLS interception port (443). */
+  tls: number;
+  /** Forward proxy port (3128). */
+  forward: number;
 }
 
 /** Options of {@link startProxy}. */
@@ -69,6 +81,12 @@ export interface ProxyHandle {
   };
   /** The counters behind `/activity`. */
   readonly counter: ActivityCounter;
+  /** Also serves TLS interception and the forward proxy on `at.hostname` (another gateway). */
+  addListen(at: ExtraListen): Promise<{ tls: Deno.NetAddr; forward: Deno.NetAddr }>;
+  /** Stops serving an address added by {@link ProxyHandle.addListen} (no-op if unknown). */
+  removeListen(hostname: string): Promise<void>;
+  /** The addresses added by {@link ProxyHandle.addListen}. */
+  extraListens(): string[];
   /** Fingerprint of the CA guests must trust. */
   readonly caFingerprint: string;
   /** The `/health` body. */
@@ -93,20 +111,21 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   let intercept: InterceptServer | undefined;
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
+  const interceptDeps = {
+    policy: opts.policy,
+    clients: opts.clients,
+    counter,
+    overrides,
+    handoff,
+    ...(opts.egress ? { egress: opts.egress } : {}),
+    ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
+  };
   try {
     // The gateway address, and the loopback twin that CONNECTs to intercepted hosts reach.
     intercept = await serveIntercept([opts.listen.tls, { hostname: "127.0.0.1", port: 0 }], {
       leaves,
       ca: opts.ca,
-      deps: {
-        policy: opts.policy,
-        clients: opts.clients,
-        counter,
-        overrides,
-        handoff,
-        ...(opts.egress ? { egress: opts.egress } : {}),
-        ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
-      },
+      deps: interceptDeps,
       upstreamCaCerts: opts.upstreamCaCerts,
     });
     const [tlsAddr, mitmAddr] = intercept.addrs as [Deno.NetAddr, Deno.NetAddr];
@@ -144,7 +163,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       Deno.serve({ hostname: h.hostname, port: h.port, signal: abort.signal, onListen() {} }, ops)
     );
     servers.push(...healthServers);
-    forward = serveForward(forwardListener, {
+    const forwardDeps = {
       clients: opts.clients,
       counter,
       policy: opts.policy,
@@ -153,10 +172,57 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       hostAddresses,
       ...(opts.egress ? { egress: opts.egress } : {}),
       ...(opts.allowLoopbackTargets ? { allowLoopbackTargets: true } : {}),
-    });
+    };
+    forward = serveForward(forwardListener, forwardDeps);
     const fwd = forward;
     const icp = intercept;
     let closed: Promise<void> | undefined;
+    const extras = new Map<string, { close(): Promise<void> }>();
+    let extraQueue: Promise<unknown> = Promise.resolve();
+    const serial = <T>(f: () => Promise<T>): Promise<T> => {
+      const p = extraQueue.then(f);
+      extraQueue = p.catch(() => {});
+      return p;
+    };
+    const removeListen = (hostname: string) =>
+      serial(async () => {
+        const x = extras.get(hostname);
+        if (!x) return;
+        extras.delete(hostname);
+        hostAddresses.delete(normalizeAddress(hostname));
+        await x.close();
+      });
+    const addListen = (at: ExtraListen) =>
+      serial(async () => {
+        if (closed) throw new IsbError("invalid", `serve ${at.hostname}: the proxy is closed`);
+        const old = extras.get(at.hostname);
+        if (old) {
+          extras.delete(at.hostname);
+          await old.close();
+        }
+        const fl = listenOrThrow({ hostname: at.hostname, port: at.forward });
+        let tls: InterceptServer;
+        try {
+          tls = await serveIntercept([{ hostname: at.hostname, port: at.tls }], {
+            leaves,
+            ca: opts.ca,
+            deps: interceptDeps,
+            upstreamCaCerts: opts.upstreamCaCerts,
+          });
+        } catch (e) {
+          fl.close();
+          throw e;
+        }
+        hostAddresses.add(normalizeAddress(at.hostname));
+        const f = serveForward(fl, { ...forwardDeps, mitmPort: mitmAddr.port });
+        extras.set(at.hostname, {
+          async close() {
+            await f.shutdown();
+            await tls.close();
+          },
+        });
+        return { tls: tls.addrs[0]!, forward: fl.addr as Deno.NetAddr };
+      });
     return {
       addrs: {
         tls: tlsAddr,
@@ -167,8 +233,13 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       counter,
       caFingerprint: opts.ca.fingerprint,
       health,
+      addListen,
+      removeListen,
+      extraListens: () => [...extras.keys()],
       close() {
         closed ??= (async () => {
+          await extraQueue;
+          for (const h of [...extras.keys()]) await removeListen(h);
           abort.abort();
           await fwd.shutdown();
           await icp.close();

@@ -52,3 +52,5 @@ export type {
 export type { ExecControl } from "./sandbox/exec_registry.ts";
 export * from "./sandbox/exec.ts";
 export * from "./sandbox/exec_user.ts";
+export { retryLinkRace } from "./sandbox/egress_bridge.ts";
+export { SYSTEM_CLOCK } from "./sandbox/lock.ts";

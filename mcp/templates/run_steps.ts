@@ -68,13 +68,19 @@ async function script(
   opts: { user?: GuestUser; env?: Record<string, string>; label: string },
 ): Promise<void> {
   const user = opts.user ?? ROOT;
+  const last: string[] = []; // the failure message quotes the output's last lines
   const code = await runScript(ctx.client, ctx.instance, text, {
     user,
     ...(opts.env ? { env: opts.env } : {}),
-    onLine: ctx.onOutput,
+    onLine: (line) => {
+      if (line.trim()) last.push(line.trim());
+      if (last.length > 3) last.shift();
+      ctx.onOutput(line);
+    },
   });
   if (code !== 0) {
-    throw new IsbError("operation_failed", `step "${opts.label}" exited with ${code}`);
+    const tail = last.length ? `: ${last.join(" | ")}` : "";
+    throw new IsbError("operation_failed", `step "${opts.label}" exited with ${code}${tail}`);
   }
 }
 

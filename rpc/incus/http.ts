@@ -1,9 +1,9 @@
 /**
  * One HTTP/1.1 exchange with incusd, with a deadline. This is the only module of the client
- * that opens connections for REST calls: over the local unix socket (`fetch` through
- * `Deno.createHttpClient({proxy: {transport: "unix"}})`) or over HTTPS with a TLS client
- * certificate for a remote Incus. It maps OS and transport failures to the stable codes
- * (`connect`, `request_timeout`, `protocol`, `io`) and knows nothing about the envelope.
+ * that opens connections for REST calls: over the local unix socket (a connection per
+ * request, `http_unix.ts`) or over HTTPS with a TLS client certificate for a remote Incus
+ * (`fetch` with `Deno.createHttpClient`). It maps OS and transport failures to the stable
+ * codes (`connect`, `request_timeout`, `protocol`, `io`) and knows nothing about the envelope.
  *
  * @module
  */
@@ -11,6 +11,7 @@
 import { IsbError } from "../errors.ts";
 import { WsClient, type WsTarget } from "./websocket.ts";
 import { formatDuration } from "../duration.ts";
+import { unixExchange } from "./http_unix.ts";
 
 /** TLS material for a remote Incus (PEM strings). */
 export interface TlsIdentity {
@@ -53,7 +54,8 @@ export interface HttpResponse {
 
 /** A reusable HTTP client bound to one endpoint. */
 export class HttpTransport {
-  #client: Deno.HttpClient;
+  #client: Deno.HttpClient | undefined;
+  #socket: string | undefined;
   #base: string;
   /** The endpoint's name in messages and `connect` data (socket path or URL). */
   readonly where: string;
@@ -64,12 +66,8 @@ export class HttpTransport {
   constructor(endpoint: Endpoint) {
     this.endpoint = endpoint;
     if ("socket" in endpoint) {
-      this.#client = Deno.createHttpClient({
-        proxy: { transport: "unix", path: endpoint.socket },
-        // One fresh connection per request: incusd peeks the first bytes of each new
-        // connection inside Accept(), so an idle, silent pooled connection stalls every client.
-        poolMaxIdlePerHost: 0,
-      });
+      // a connection per request, written to at once (why not fetch: see http_unix.ts)
+      this.#socket = endpoint.socket;
       this.#base = "http://incus";
       this.where = endpoint.socket;
     } else {
@@ -92,19 +90,31 @@ export class HttpTransport {
       ctl.abort();
     }, req.timeoutMs);
     try {
+      if (this.#socket !== undefined) {
+        const body = req.body === undefined ? undefined : encodeBody(req.body);
+        return await unixExchange(this.#socket, {
+          method: req.method,
+          path: req.path,
+          headers: requestHeaders(req),
+          ...(body === undefined ? {} : { body }),
+        }, ctl.signal);
+      }
       const res = await fetch(this.#base + req.path, {
-        /** HTTP method. */
         method: req.method,
-        client: this.#client,
+        ...(this.#client ? { client: this.#client } : {}),
         signal: ctl.signal,
         redirect: "follow", // cluster members redirect to the one that owns the resource
         headers: requestHeaders(req),
-        ...(req.body === undefined ? {} : { body: encodeBody(req.body) }),
+        ...(req.body === undefined ? {} : { body: encodeBody(req.body) as BodyInit }),
       });
       const body = new Uint8Array(await res.arrayBuffer());
       return { status: res.status, headers: res.headers, body };
     } catch (e) {
       if (timedOut) throw this.#timeout(req, e);
+      if (e instanceof IsbError) {
+        throw new IsbError(e.code, `${req.method} ${req.path}: ${e.message}`, { cause: e });
+      }
+      if (isRefused(e)) throw this.#refused(e);
       throw this.#failure(req, e);
     } finally {
       clearTimeout(timer);
@@ -157,23 +167,22 @@ export class HttpTransport {
 
   #wsFailure(where: string, e: unknown): IsbError {
     if (e instanceof IsbError) return e;
-    const refused = e instanceof Deno.errors.NotFound ||
-      e instanceof Deno.errors.ConnectionRefused ||
-      e instanceof Deno.errors.PermissionDenied;
+    if (isRefused(e)) return this.#refused(e);
     const msg = e instanceof Error ? e.message : String(e);
-    if (refused) {
-      return new IsbError("connect", `cannot connect to incusd at ${this.where}: ${msg}`, {
-        /** The file's bytes. */
-        data: { socket: this.where },
-        cause: e,
-      });
-    }
     return new IsbError("websocket", `open websocket ${where}: ${msg}`, { cause: e });
   }
 
-  /** Releases pooled connections. */
+  #refused(e: unknown): IsbError {
+    const msg = e instanceof Error ? e.message : String(e);
+    return new IsbError("connect", `cannot connect to incusd at ${this.where}: ${msg}`, {
+      data: { socket: this.where },
+      cause: e,
+    });
+  }
+
+  /** Releases pooled connections (HTTPS; the unix socket keeps none). */
   close(): void {
-    this.#client.close();
+    this.#client?.close();
   }
 
   #timeout(req: Pick<HttpRequest, "method" | "path" | "timeoutMs">, cause: unknown): IsbError {
@@ -207,6 +216,12 @@ export class HttpTransport {
   }
 }
 
+/** An OS error of a connect that found nobody to talk to. */
+function isRefused(e: unknown): boolean {
+  return e instanceof Deno.errors.NotFound || e instanceof Deno.errors.ConnectionRefused ||
+    e instanceof Deno.errors.PermissionDenied;
+}
+
 /** The innermost message of a fetch failure (fetch wraps the OS error in `cause`). */
 export function errorDetail(e: unknown): string {
   let cur: unknown = e;
@@ -226,7 +241,7 @@ function requestHeaders(req: HttpRequest): Record<string, string> {
   return h;
 }
 
-function encodeBody(body: unknown): BodyInit {
+function encodeBody(body: unknown): Uint8Array<ArrayBuffer> {
   if (body instanceof Uint8Array) return body as Uint8Array<ArrayBuffer>;
-  return JSON.stringify(body);
+  return new TextEncoder().encode(JSON.stringify(body));
 }

@@ -100,8 +100,10 @@ Deno.test({
       });
 
       await t.step("8 concurrent streaming execs run in parallel", async () => {
-        const dir = `/tmp/barrier-${crypto.randomUUID()}`;
-        await exec({ argv: ["mkdir", dir] });
+        // not under /tmp: systemd-tmpfiles empties it while a fresh container still boots
+        const dir = `/root/barrier-${crypto.randomUUID()}`;
+        const made = await exec({ argv: ["mkdir", dir] });
+        assert.equal((made.result as { exit_code?: number })?.exit_code, 0, JSON.stringify(made));
         const script = `touch ${dir}/$0; i=0; while [ $(ls ${dir} | wc -l) -lt 8 ]; do ` +
           `i=$((i+1)); [ $i -gt 300 ] && exit 9; sleep 0.1; done; echo met $0`;
         const runs = Array.from(
