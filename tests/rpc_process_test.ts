@@ -183,3 +183,26 @@ Deno.test("isb rpc answers requests cut off by a daemon that stops, and keeps se
     await p[Symbol.asyncDispose]();
   }
 });
+
+Deno.test("compose.load of a file outside rpc mode's read grant says how to fix it", async () => {
+  const home = Deno.env.get("HOME") ?? "/root";
+  const outside = await Deno.makeTempDir({ dir: home, prefix: "isb-outside-" });
+  try {
+    await Deno.writeTextFile(`${outside}/isb.yaml`, "services:\n  web:\n    image: debian-base\n");
+    await withServer(async (p) => {
+      await p.readJson();
+      await p.send({ id: 1, method: "compose.load", params: { files: [`${outside}/isb.yaml`] } });
+      const r = await p.readJson();
+      const err = r.error as { code: string; message: string; data: unknown };
+      assert.equal(err.code, "invalid");
+      const path = (err.data as { path: string }).path; // the first file it looked at (.env)
+      assert.ok(path.startsWith(`${outside}/`), path);
+      assert.ok(err.message.startsWith(`${path}: `), err.message);
+      assert.match(err.message, /reads files only under its working directory/);
+      assert.match(err.message, /start isb rpc from the project's directory/);
+      assert.doesNotMatch(err.message, /--allow-read/);
+    });
+  } finally {
+    await Deno.remove(outside, { recursive: true });
+  }
+});

@@ -71,12 +71,26 @@ export interface ComposeFs {
   realPath(path: string): Promise<string>;
 }
 
-/** Deno's file system. */
+/** Deno's file system; a path outside rpc mode's read grant gets an error that says what to do. */
 export const DENO_FS: ComposeFs = {
-  readTextFile: (p) => Deno.readTextFile(p),
-  isFile: (p) => Deno.stat(p).then((s) => s.isFile, () => false),
-  realPath: (p) => Deno.realPath(p),
+  readTextFile: (p) => Deno.readTextFile(p).catch((e) => Promise.reject(notPermitted(e, p))),
+  isFile: (p) =>
+    Deno.stat(p).then((s) => s.isFile, (e) => {
+      if (e instanceof Deno.errors.NotCapable) throw notPermitted(e, p);
+      return false;
+    }),
+  realPath: (p) => Deno.realPath(p).catch((e) => Promise.reject(notPermitted(e, p))),
 };
+
+function notPermitted(e: unknown, path: string): unknown {
+  if (!(e instanceof Deno.errors.NotCapable)) return e;
+  return new IsbError(
+    "invalid",
+    `${path}: isb rpc reads files only under its working directory, the temp directory and ` +
+      "its own state: start isb rpc from the project's directory (or pass paths under it)",
+    { cause: e, data: { path } },
+  );
+}
 
 /** Loads the project the params name. */
 export function loadProject(rt: Runtime, fs: ComposeFs, p: ComposeParams): Promise<ComposeProject> {
