@@ -15,6 +15,7 @@
  */
 
 import { type Instance, type InstanceState, log } from "../rpc/mod.ts";
+import { followEvents } from "./follow.ts";
 import type { CallerRef } from "./counter.ts";
 
 /** The stamp prefix isx writes on instances (isx-mcp.md §4.2). */
@@ -148,30 +149,14 @@ export class ClientRegistry implements CallerLookup {
     };
     this.#timer = setTimeout(tick, this.#periodMs);
     const events = this.#source.events;
-    if (events) this.#loop = this.#follow(events.bind(this.#source));
-    return this.refresh();
-  }
-
-  async #follow(events: (s: AbortSignal) => AsyncIterable<unknown>): Promise<void> {
-    const signal = this.#abort.signal;
-    while (!signal.aborted) {
-      try {
-        for await (const _ of events(signal)) {
-          if (signal.aborted) return;
-          await this.refresh();
-        }
-      } catch (e) {
-        if (signal.aborted) return;
-        log.debug("proxy: event stream ended", { error: String((e as Error)?.message ?? e) });
-      }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 5000);
-        signal.addEventListener("abort", () => {
-          clearTimeout(t);
-          resolve();
-        }, { once: true });
+    if (events) {
+      this.#loop = followEvents(events.bind(this.#source), {
+        signal: this.#abort.signal,
+        onEvent: () => this.refresh(),
+        what: "event stream",
       });
     }
+    return this.refresh();
   }
 
   /** Stops following Incus. A listing in progress is not waited for (Incus may be slow). */

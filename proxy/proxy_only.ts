@@ -11,6 +11,7 @@
  */
 
 import { log } from "../rpc/mod.ts";
+import { followEvents } from "./follow.ts";
 
 /** The mark isx puts on its proxy-only bridge (mcp/instances/network.ts writes it). */
 export const KEY_ISX_ROLE = "user.isx.role";
@@ -67,7 +68,13 @@ export class BridgeFollower {
     };
     this.#timer = setTimeout(tick, period);
     const changes = this.#deps.changes;
-    if (changes) this.#loop = this.#follow(changes.bind(this.#deps));
+    if (changes) {
+      this.#loop = followEvents(changes.bind(this.#deps), {
+        signal: this.#abort.signal,
+        onEvent: () => this.sync(),
+        what: "network event stream",
+      });
+    }
     return this.sync();
   }
 
@@ -91,29 +98,6 @@ export class BridgeFollower {
     if (want !== undefined) {
       await this.#deps.serve(want);
       this.#serving = want;
-    }
-  }
-
-  async #follow(changes: (s: AbortSignal) => AsyncIterable<unknown>): Promise<void> {
-    const signal = this.#abort.signal;
-    while (!signal.aborted) {
-      try {
-        for await (const _ of changes(signal)) {
-          if (signal.aborted) return;
-          await this.sync();
-        }
-      } catch (e) {
-        if (signal.aborted) return;
-        log.debug("proxy: network event stream ended", { error: String((e as Error)?.message) });
-      }
-      if (signal.aborted) return;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 5000);
-        signal.addEventListener("abort", () => {
-          clearTimeout(t);
-          resolve();
-        }, { once: true });
-      });
     }
   }
 

@@ -62,6 +62,16 @@ export function isNotFound(e: unknown): e is IsbError {
   return hasCode(e, "not_found");
 }
 
+/** The `value` of a lookup, or `undefined` when it answers `not_found`; other errors pass. */
+export async function valueIfFound<T>(f: () => Promise<{ value: T }>): Promise<T | undefined> {
+  try {
+    return (await f()).value;
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
 /** True for a conflict (incus 409 or "already exists"). */
 export function isConflict(e: unknown): e is IsbError {
   return hasCode(e, "already_exists");

@@ -31,6 +31,7 @@ import {
   type NetworkAclPut,
   retryLinkRace,
   SYSTEM_CLOCK,
+  valueIfFound,
 } from "../../rpc/mod.ts";
 
 /** An instance's network mode. */
@@ -167,7 +168,7 @@ export async function ensureProxyOnlyBridge(
   const bridge = place.proxyOnlyBridge ?? PROXY_ONLY_BRIDGE;
   const acl = aclName(bridge);
   const ports = place.ports ?? DEFAULT_PROXY_PORTS;
-  let net = await getOpt(() => h.getNetwork(bridge));
+  let net = await valueIfFound(() => h.getNetwork(bridge));
   if (net && net.config[KEY_ISX_ROLE] !== ROLE_PROXY_ONLY) {
     throw new IsbError(
       "invalid",
@@ -182,7 +183,7 @@ export async function ensureProxyOnlyBridge(
   const gateway = address.split("/")[0]!;
   await ensureAcl(h, acl, proxyOnlyAcl(gateway, ports));
   if (!net) {
-    const like = await getOpt(() => h.getNetwork(place.bridge));
+    const like = await valueIfFound(() => h.getNetwork(place.bridge));
     const config = proxyOnlyNetworkConfig({ address, acl, mtu: like?.config["bridge.mtu"] });
     try {
       await retryLinkRace(SYSTEM_CLOCK, () =>
@@ -194,7 +195,7 @@ export async function ensureProxyOnlyBridge(
         }, { step: `create network ${bridge}` }));
     } catch (e) {
       if (!(e instanceof IsbError && e.code === "already_exists")) throw e; // a racing creator
-      net = await getOpt(() => h.getNetwork(bridge));
+      net = await valueIfFound(() => h.getNetwork(bridge));
       if (net?.config[KEY_ISX_ROLE] !== ROLE_PROXY_ONLY) throw e;
       return { bridge, gateway: bridgeIpOf(net.config, bridge) };
     }
@@ -227,7 +228,7 @@ async function ensureAcl(
   name: string,
   body: ReturnType<typeof proxyOnlyAcl>,
 ): Promise<void> {
-  const have = await getOpt(() => h.getNetworkAcl(name));
+  const have = await valueIfFound(() => h.getNetworkAcl(name));
   if (!have) {
     try {
       await h.createNetworkAcl({ name, ...body }, { step: `create network ACL ${name}` });
@@ -244,15 +245,6 @@ async function ensureAcl(
   }
   if (JSON.stringify(have.egress.map(pick)) !== JSON.stringify(body.egress.map(pick))) {
     await h.putNetworkAcl(name, body as NetworkAclPut, { step: `update network ACL ${name}` });
-  }
-}
-
-async function getOpt<T>(f: () => Promise<{ value: T }>): Promise<T | undefined> {
-  try {
-    return (await f()).value;
-  } catch (e) {
-    if (isNotFound(e)) return undefined;
-    throw e;
   }
 }
 

@@ -23,7 +23,7 @@
  * @module
  */
 
-import { IsbError, isNotFound } from "../errors.ts";
+import { IsbError, isNotFound, valueIfFound } from "../errors.ts";
 import { type Clock, SYSTEM_CLOCK } from "./lock.ts";
 import { bridgeAddress, retryLinkRace } from "./egress_bridge.ts";
 import type { IncusClient, Network, NetworkAclPut } from "../incus/mod.ts";
@@ -51,15 +51,6 @@ import {
 export function bridgeIp(net: Network): string | undefined {
   const a = (net.config?.["ipv4.address"] ?? "").split("/")[0] ?? "";
   return /^\d{1,3}(\.\d{1,3}){3}$/.test(a) ? a : undefined;
-}
-
-async function getOpt<T>(f: () => Promise<{ value: T }>): Promise<T | undefined> {
-  try {
-    return (await f()).value;
-  } catch (e) {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  }
 }
 
 /** What the egress steps need besides the plan. */
@@ -141,7 +132,7 @@ export async function prepareNetwork(
   const none = plan.policy.entries.length === 0;
   const pool = ctx.env.ISB_EGRESS_SUBNETS || undefined;
   const clock = ctx.clock ?? SYSTEM_CLOCK;
-  let net = await getOpt(() => h.getNetwork(plan.network));
+  let net = await valueIfFound(() => h.getNetwork(plan.network));
   if (net) {
     if (net.config?.[KEY_EGRESS_FOR] !== owner) {
       throw new IsbError(
@@ -180,7 +171,7 @@ export async function prepareNetwork(
   }
   // The ACL first: the bridge may only name an ACL that exists.
   const body = egressAclBody(plan, ip) as unknown as NetworkAclPut;
-  const acl = await getOpt(() => h.getNetworkAcl(plan.acl));
+  const acl = await valueIfFound(() => h.getNetworkAcl(plan.acl));
   if (!acl) {
     await h.createNetworkAcl({ name: plan.acl, ...body }, { step: `create ACL ${plan.acl}` });
   } else if (JSON.stringify(pickAcl(acl)) !== JSON.stringify(pickAcl(body))) {
@@ -270,13 +261,13 @@ export async function teardownEgress(
   const aclName = egressAclName(project, opts.instance);
   const owner = `${project}/${opts.instance}`;
   const h = incus.withProject("default");
-  const net = await getOpt(() => h.getNetwork(network));
+  const net = await valueIfFound(() => h.getNetwork(network));
   if (net) {
     if (net.config?.[KEY_EGRESS_FOR] !== owner) return; // never delete what is not ours
     await allowInProject(incus, network, false);
     await h.deleteNetwork(network, { step: `delete network ${network}` });
   }
-  const acl = await getOpt(() => h.getNetworkAcl(aclName));
+  const acl = await valueIfFound(() => h.getNetworkAcl(aclName));
   if (acl && (acl.config?.[KEY_EGRESS_FOR] ?? owner) === owner) {
     await h.deleteNetworkAcl(aclName, { step: `delete ACL ${aclName}` });
   }
