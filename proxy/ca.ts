@@ -12,11 +12,8 @@
  * @module
  */
 
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
-import { IsbError } from "../rpc/mod.ts";
-
-x509.cryptoProvider.set(crypto);
+import { IsbError, pemToDer, x509Lib } from "../rpc/mod.ts";
+import type { X509Certificate } from "@peculiar/x509";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
@@ -38,12 +35,11 @@ export class CaSigner {
   /** SHA-256 fingerprint of the certificate. */
   readonly fingerprint: string;
   readonly #key: CryptoKey;
-  readonly #cert: x509.X509Certificate;
+  #cert: X509Certificate | undefined; // parsed on first signing (the library loads lazily)
 
   /** Creates it (nothing runs until a start or a call). */
   constructor(certPem: string, key: CryptoKey, fingerprint: string) {
     this.certPem = certPem;
-    this.#cert = new x509.X509Certificate(certPem);
     this.fingerprint = fingerprint;
     this.#key = key;
   }
@@ -56,6 +52,8 @@ export class CaSigner {
     if (names.length === 0) throw new RangeError("issueLeaf: no names");
     const now = opts.now ?? Date.now();
     const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+    const x509 = await x509Lib();
+    this.#cert ??= new x509.X509Certificate(this.certPem);
     const leaf = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
       subject: `CN=${names[0]!.replace(/^\*\./, "")}`,
@@ -96,7 +94,7 @@ function serial(): string {
 
 /** SHA-256 fingerprint of a PEM certificate (the first one in the text). */
 export async function certFingerprint(certPem: string): Promise<string> {
-  const der = new x509.X509Certificate(certPem).rawData;
+  const der = pemToDer(certPem);
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", der));
   return Array.from(d, (x) => x.toString(16).padStart(2, "0").toUpperCase()).join(":");
 }
@@ -107,6 +105,7 @@ export async function createCa(
 ): Promise<{ certPem: string; keyPem: string }> {
   const now = opts.now ?? Date.now();
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const x509 = await x509Lib();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: `CN=${opts.commonName ?? "isx proxy CA"}, O=isx`,
@@ -132,6 +131,7 @@ export async function createCa(
 
 /** A signer from PEM texts. */
 export async function signerFromPem(certPem: string, keyPem: string): Promise<CaSigner> {
+  const x509 = await x509Lib();
   let key: CryptoKey;
   try {
     const der = x509.PemConverter.decodeFirst(keyPem);

@@ -7,6 +7,7 @@
  */
 
 export * from "./errors.ts";
+export * from "./x509.ts";
 export * from "./duration.ts";
 export * from "./jsonl.ts";
 export * from "./log.ts";

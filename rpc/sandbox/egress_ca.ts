@@ -15,13 +15,10 @@
  * @module
  */
 
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
 import { IsbError } from "../errors.ts";
+import { x509Lib } from "../x509.ts";
 import type { IncusClient } from "../incus/mod.ts";
 import { entryString, type SecretBinding } from "./spec_egress.ts";
-
-x509.cryptoProvider.set(crypto);
 
 /** A secret's value: shows its length only, in every printing or serialising path. */
 export class SecretValue {
@@ -77,6 +74,7 @@ async function generateCa(bridge: string): Promise<EgressCa> {
   const now = Date.now();
   const serial = Array.from(crypto.getRandomValues(new Uint8Array(12)))
     .map((b) => b.toString(16).padStart(2, "0")).join("").replace(/^[89a-f]/, "1");
+  const x509 = await x509Lib();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial,
     name: `CN=isb egress CA ${bridge}`,
