@@ -10,7 +10,7 @@
  * 2. throughput: 1000 pipelined `sandbox.get` requests, against the same Incus calls made
  *    directly at the same concurrency (target ≥ 0.8× the direct rate).
  *
- * `deno run -A bench/rpc_bench.ts [--rounds N] [--execs N] [--part exec|get|all]`. It launches one container
+ * `deno run -A bench/rpc_bench.ts [--rounds N] [--execs N (default 100)] [--part exec|get|all]`. It launches one container
  * from `debian-base` (ISX_TEST_IMAGE) and deletes it at the end.
  *
  * @module
@@ -25,7 +25,7 @@ const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
 const { values } = parseArgs({
   options: {
     rounds: { type: "string", default: "3" },
-    execs: { type: "string", default: "30" },
+    execs: { type: "string", default: "100" },
     part: { type: "string", default: "all" },
   },
 });
@@ -60,11 +60,8 @@ async function timeEach(n: number, fn: () => Promise<void>): Promise<number[]> {
 function fmt(label: string, ms: number[], base?: number) {
   const s = stats(ms);
   const ratio = base ? `  ${(s.median / base).toFixed(2)}× baseline` : "";
-  console.log(
-    `${label.padEnd(44)} median ${s.median.toFixed(1)} ms  (p10 ${s.p10.toFixed(1)}, p90 ${
-      s.p90.toFixed(1)
-    })${ratio}`,
-  );
+  const spread = ms.length > 1 ? `  (p10 ${s.p10.toFixed(1)}, p90 ${s.p90.toFixed(1)})` : "";
+  console.log(`${label.padEnd(44)} median ${s.median.toFixed(1)} ms${spread}${ratio}`);
   return s.median;
 }
 
@@ -84,23 +81,35 @@ async function recordOutputExec(incus: IncusClient, name: string): Promise<void>
 async function execLatency(rpc: RpcClient, incus: IncusClient, name: string) {
   console.log(`\n# exec of \`true\` (${EXECS} sequential runs, best median of ${ROUNDS} rounds)`);
   const best = { rpc: Infinity, raw: Infinity, cli: Infinity, rec: Infinity };
+  const rawOnce = async () => {
+    const r = await incus.execCapture(name, ["true"]);
+    if (r.exitCode !== 0) throw new Error("exit " + r.exitCode);
+  };
+  const rpcOnce = async () => {
+    const r = await rpc.call("sandbox.exec", { name, argv: ["true"] });
+    if (r.error) throw new Error(JSON.stringify(r.error));
+  };
   for (let round = 0; round < ROUNDS; round++) {
-    const raw = stats(
-      await timeEach(EXECS, async () => {
-        const r = await incus.execCapture(name, ["true"]);
-        if (r.exitCode !== 0) throw new Error("exit " + r.exitCode);
-      }),
-    ).median;
-    const viaRpc = stats(
-      await timeEach(EXECS, async () => {
-        const r = await rpc.call("sandbox.exec", { name, argv: ["true"] });
-        if (r.error) throw new Error(JSON.stringify(r.error));
-      }),
-    ).median;
+    // raw and rpc alternate run by run, so a drifting daemon weighs on both alike
+    const raw: number[] = [];
+    const viaRpc: number[] = [];
+    for (let i = 0; i < EXECS; i++) {
+      const pair = i % 2 === 0 ? [rawOnce, rpcOnce] : [rpcOnce, rawOnce];
+      for (const f of pair) {
+        const t = performance.now();
+        try {
+          await f();
+          (f === rawOnce ? raw : viaRpc).push(performance.now() - t);
+        } catch (e) {
+          failures++;
+          console.error(`run failed: ${e}`);
+        }
+      }
+    }
     const cli = stats(await timeEach(Math.min(EXECS, 15), () => incusCli(name))).median;
     const rec = stats(await timeEach(EXECS, () => recordOutputExec(incus, name))).median;
-    best.raw = Math.min(best.raw, raw);
-    best.rpc = Math.min(best.rpc, viaRpc);
+    best.raw = Math.min(best.raw, stats(raw).median);
+    best.rpc = Math.min(best.rpc, stats(viaRpc).median);
     best.cli = Math.min(best.cli, cli);
     best.rec = Math.min(best.rec, rec);
   }
