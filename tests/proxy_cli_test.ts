@@ -100,6 +100,7 @@ Deno.test("isx proxy start, status and stop manage a background proxy", async ()
     equal(s.health.listen.tls, `127.0.0.1:${ports.tls}`);
     equal((await runIsx(["proxy", "start"], env)).out, `isx proxy: already running (pid ${s.pid})`);
     const activity = await runIsx(["proxy", "activity", "--json"], env);
+    equal(activity.code, 0, `activity --json failed: ${activity.err}`);
     // Other instances on the host may be listed; each record carries the counting fields.
     const records = JSON.parse(activity.out) as Record<string, unknown>[];
     ok(Array.isArray(records), activity.out);
