@@ -13,24 +13,20 @@
  */
 
 import {
-  type ActivityRecord,
-  activityTable,
   type HealthInfo,
   loadProxyConfig,
   newToken,
-  parseActivity,
-  plainLine,
   readRunFiles,
   removeRunFiles,
   runPaths,
   startHostProxy,
-  toRecords,
   writeRunFiles,
 } from "../proxy/mod.ts";
 import { IsbError, isLogLevel, log, setLogLevel, setLogSink } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
+import { activity, getJson, logs, out, type Values } from "./proxy_view.ts";
 
 const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity] [options]
 
@@ -60,32 +56,15 @@ Options:
 const SUBS = ["run", "start", "stop", "restart", "status", "logs", "activity"] as const;
 const enc = new TextEncoder();
 
-function out(text: string): void {
-  // deno-lint-ignore no-console
-  console.log(text);
-}
-
 function sub(rest: string[]): string {
   const first = rest.find((a) => !a.startsWith("-"));
   return first ?? "run";
 }
 
-type Values = Record<string, string | boolean | undefined>;
-
 async function opsUrl(ctx: CliContext, values: Values): Promise<string> {
   if (typeof values.url === "string") return values.url.replace(/\/$/, "");
   const config = await loadProxyConfig(`${ctx.perm.configDir}/config.yaml`);
   return `http://127.0.0.1:${config.ports.health}`;
-}
-
-async function getJson(url: string): Promise<{ status: number; body: unknown } | undefined> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    const text = await res.text();
-    return { status: res.status, body: res.ok ? JSON.parse(text) : text };
-  } catch {
-    return undefined;
-  }
 }
 
 type State = "running" | "not_running" | "stale" | "unknown";
@@ -247,64 +226,6 @@ async function status(ctx: CliContext, url: string, json: boolean): Promise<numb
   } else if (p.state === "not_running") out("not running");
   else out(`unknown (something answers at ${url}, but not like isx proxy)`);
   return STATE_EXIT[p.state];
-}
-
-async function logs(ctx: CliContext, values: Values): Promise<number> {
-  const path = runPaths(ctx.perm.stateDir).log;
-  const n = Number(values.lines ?? 50);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`--lines: "${values.lines}" is not a count`);
-  }
-  let text = await Deno.readTextFile(path).catch(() => "");
-  const lines = text.split("\n").filter((l, i, a) => l !== "" || i < a.length - 1);
-  if (lines.length) out(lines.slice(-n).join("\n"));
-  if (!values.follow) return 0;
-  let size = enc.encode(text).length;
-  for (;;) {
-    await new Promise((r) => setTimeout(r, 500));
-    text = await Deno.readTextFile(path).catch(() => "");
-    const bytes = enc.encode(text);
-    if (bytes.length < size) size = 0;
-    if (bytes.length > size) await Deno.stdout.write(bytes.slice(size));
-    size = bytes.length;
-  }
-}
-
-async function activity(ctx: CliContext, url: string, values: Values): Promise<number> {
-  const format = values.json ? "json" : values.plain ? "plain" : (values.format ?? "table");
-  if (!["table", "plain", "json"].includes(String(format))) {
-    throw new UsageError(`--format: "${format}" is not table, plain or json`);
-  }
-  const interval = Number(values.interval ?? 2);
-  if (!(interval > 0)) {
-    throw new UsageError(`--interval: "${values.interval}" is not a positive number`);
-  }
-  const color = !ctx.env.NO_COLOR && Deno.stdout.isTerminal();
-  for (;;) {
-    const got = await getJson(`${url}/activity`);
-    if (!got) {
-      throw new IsbError("connect", `proxy activity: no answer at ${url}; see isx proxy status`);
-    }
-    if (got.status === 404) {
-      throw new IsbError("api", `proxy activity: ${url} has no /activity; restart the proxy`);
-    }
-    if (got.status !== 200) {
-      throw new IsbError("api", `proxy activity: ${url}/activity answered HTTP ${got.status}`);
-    }
-    const records: ActivityRecord[] = toRecords(parseActivity(got.body));
-    const text = format === "json"
-      ? JSON.stringify(records, null, values.watch ? undefined : 2)
-      : format === "plain"
-      ? records.map(plainLine).join("\n")
-      : activityTable(records, { now: Date.now(), color });
-    if (!values.watch) {
-      if (text) out(text);
-      return 0;
-    }
-    const clear = format === "table" && Deno.stdout.isTerminal() ? "\x1b[H\x1b[2J" : "";
-    await Deno.stdout.write(enc.encode(`${clear}${text}\n`));
-    await new Promise((r) => setTimeout(r, interval * 1000));
-  }
 }
 
 /** `isx proxy`. */
