@@ -186,7 +186,9 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       inst.description = def.description ?? `isx template ${name}`;
     }, { step: `stamp ${tmp}` });
     if (await removeInstance(ctx.client, name)) note(`replaced the previous build of ${name}`);
-    const op = await ctx.client.call("POST", `/1.0/instances/${tmp}`, { body: { name } });
+    const op = await ctx.client.call("POST", `/1.0/instances/${encodeURIComponent(tmp)}`, {
+      body: { name },
+    });
     if (op.kind === "async") {
       await ctx.client.waitOperation(op, { step: `rename ${tmp} to ${name}` });
     }

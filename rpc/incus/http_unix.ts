@@ -79,6 +79,11 @@ export async function unixExchange(
 
 /** The request's bytes: head and body in one buffer, so it goes out in one write. */
 export function encodeRequest(req: UnixRequest): Uint8Array {
+  if (/[\s]/.test(req.method + req.path)) {
+    throw new TypeError(
+      `request line: whitespace in ${JSON.stringify(req.method + " " + req.path)}`,
+    );
+  }
   const lines = [`${req.method} ${req.path} HTTP/1.1`, "host: incus", "connection: close"];
   for (const [k, v] of Object.entries(req.headers)) {
     const key = k.toLowerCase();

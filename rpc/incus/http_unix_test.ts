@@ -93,6 +93,10 @@ Deno.test("encodeRequest writes one head with the body's length and refuses head
     () => encodeRequest({ method: "GET", path: "/", headers: { "x-a": "1\r\nx-b: 2" } }),
     TypeError,
   );
+  assert.throws(
+    () => encodeRequest({ method: "GET", path: "/1.0/instances/a b\r\nx: y", headers: {} }),
+    TypeError,
+  );
   assert.doesNotMatch(
     dec.decode(encodeRequest({ method: "GET", path: "/1.0", headers: {} })),
     /content-length/,
