@@ -20,6 +20,7 @@ import { normalizeAddress } from "./clients.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { hostOnly, type Policy } from "./policy.ts";
 import { isLoopback } from "./upstream.ts";
+import { serveConns, type Served } from "./accept.ts";
 
 const HEAD_CAP = 64 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
@@ -227,46 +228,9 @@ async function tunnel(
 }
 
 /** A running forward proxy. */
-export interface ForwardServer {
-  /** Settles when the listener has closed and every connection ended. */
-  finished: Promise<void>;
-  /** Closes the listener and every open connection. */
-  shutdown(): Promise<void>;
-}
+export type ForwardServer = Served;
 
 /** Accepts forward-proxy connections on `listener`. */
 export function serveForward(listener: Deno.Listener, deps: ForwardDeps): ForwardServer {
-  const conns = new Set<Deno.Conn>();
-  const open = new Set<Promise<void>>();
-  const finished = (async () => {
-    try {
-      for await (const conn of listener) {
-        conns.add(conn);
-        const p = handleForward(conn, deps).finally(() => {
-          open.delete(p);
-          conns.delete(conn);
-        });
-        open.add(p);
-      }
-    } catch (e) {
-      if (!(e instanceof Deno.errors.BadResource)) {
-        log.warn("proxy: forward listener failed", { error: String(e) });
-      }
-    }
-    await Promise.all(open);
-  })();
-  return {
-    finished,
-    async shutdown() {
-      try {
-        listener.close();
-      } catch { /* already closed */ }
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
-      await finished;
-    },
-  };
+  return serveConns(listener, (conn) => handleForward(conn, deps), "forward listener");
 }

@@ -20,6 +20,7 @@ import type { Leaf, LeafCache } from "./leaf_cache.ts";
 import { listenTlsSni, resolverOf, sniSupported } from "./sni.ts";
 import type { Resolver } from "./egress_guard.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
+import { serveConns, type Served } from "./accept.ts";
 
 /** A running intercepting server. */
 export interface InterceptServer {
@@ -29,50 +30,8 @@ export interface InterceptServer {
   close(): Promise<void>;
 }
 
-interface Relay {
-  addr: Deno.NetAddr;
-  shutdown(): Promise<void>;
-}
-
-function serveRelay(listener: Deno.Listener, deps: RelayDeps, pool: UpstreamPool): Relay {
-  const conns = new Set<Deno.Conn>();
-  const open = new Set<Promise<void>>();
-  let closing = false;
-  const finished = (async () => {
-    while (!closing) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch (e) {
-        if (closing || e instanceof Deno.errors.BadResource) break;
-        log.warn("proxy: accept failed", { error: String((e as Error)?.message ?? e) });
-        await new Promise((r) => setTimeout(r, 100));
-        continue;
-      }
-      conns.add(conn);
-      const p = relayConnection(conn, deps, pool).finally(() => {
-        open.delete(p);
-        conns.delete(conn);
-      });
-      open.add(p);
-    }
-    await Promise.all(open);
-  })();
-  return {
-    addr: listener.addr as Deno.NetAddr,
-    async shutdown() {
-      closing = true;
-      try {
-        listener.close();
-      } catch { /* already closed */ }
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
-      await finished;
-    },
-  };
+function serveRelay(listener: Deno.Listener, deps: RelayDeps, pool: UpstreamPool): Served {
+  return serveConns(listener, (conn) => relayConnection(conn, deps, pool), "TLS listener");
 }
 
 function listenTls(
@@ -138,7 +97,7 @@ export async function serveIntercept(
     slowPort: slow.addr.port,
     ...(o.upstreamCaCerts ? { upstreamCaCerts: o.upstreamCaCerts } : {}),
   };
-  const relays: Relay[] = [];
+  const relays: Served[] = [];
   const close = async () => {
     await Promise.all(relays.map((r) => r.shutdown()));
     pool.close();

@@ -198,8 +198,18 @@ export class PortCallers implements CallerLookup {
   readonly byPort = new Map<number, Caller>();
   instances: CallerRef[] = [];
 
-  identify(addr: { hostname: string; port: number }): Promise<Caller | undefined> {
-    return Promise.resolve(this.byPort.get(addr.port));
+  /**
+   * The caller registered for the client's port. A test registers its port only once its
+   * connect has returned, which may be after the proxy accepted, so an unknown port is looked
+   * up again for up to 100 ms before it counts as a stranger.
+   */
+  async identify(addr: { hostname: string; port: number }): Promise<Caller | undefined> {
+    const until = Date.now() + 100;
+    for (;;) {
+      const c = this.byPort.get(addr.port);
+      if (c || Date.now() >= until) return c;
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   known(): CallerRef[] | undefined {

@@ -1,0 +1,66 @@
+/**
+ * The accept loop every proxy listener shares: hand each connection to `handle`, keep
+ * serving after a failed accept (a bad handshake must not stop the listener), and on
+ * shutdown close the listener and every open connection, then wait for the handlers.
+ *
+ * @module
+ */
+
+import { log } from "../rpc/mod.ts";
+
+/** A listener being served. */
+export interface Served {
+  /** The bound address. */
+  addr: Deno.NetAddr;
+  /** Settles when the listener has closed and every handler ended. */
+  finished: Promise<void>;
+  /** Closes the listener and every open connection, then waits for `finished`. */
+  shutdown(): Promise<void>;
+}
+
+/** Serves `listener`, one `handle` call per connection; `what` names it in logs. */
+export function serveConns(
+  listener: Deno.Listener,
+  handle: (conn: Deno.Conn) => Promise<void>,
+  what: string,
+): Served {
+  const conns = new Set<Deno.Conn>();
+  const open = new Set<Promise<void>>();
+  let closing = false;
+  const finished = (async () => {
+    while (!closing) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (e) {
+        if (closing || e instanceof Deno.errors.BadResource) break;
+        log.warn(`proxy: ${what}: accept failed`, { error: String((e as Error)?.message ?? e) });
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      conns.add(conn);
+      const p = handle(conn).finally(() => {
+        open.delete(p);
+        conns.delete(conn);
+      });
+      open.add(p);
+    }
+    await Promise.all(open);
+  })();
+  return {
+    addr: listener.addr as Deno.NetAddr,
+    finished,
+    async shutdown() {
+      closing = true;
+      try {
+        listener.close();
+      } catch { /* already closed */ }
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* already closed */ }
+      }
+      await finished;
+    },
+  };
+}
