@@ -18,6 +18,7 @@ import type { IncusClient } from "../incus/mod.ts";
 import type { Clock } from "./lock.ts";
 import type { ComposeFile, SandboxSpec } from "./spec.ts";
 import { secretFileMode } from "./spec_parts.ts";
+import { ensureGuestDir } from "./guest_dir.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {
@@ -82,13 +83,7 @@ export async function pushSecretFiles(
   const refs = spec.secrets ?? [];
   if (refs.length === 0) return false;
   const owner = /^\d+(:\d+)?$/.test(spec.user ?? "") ? spec.user!.split(":") : ["0", "0"];
-  await incus.mkdir(name, "/run/secrets", {
-    step: `create /run/secrets in ${name}`,
-    uid: 0,
-    gid: 0,
-    mode: 0o755,
-  })
-    .catch(() => {});
+  await ensureGuestDir(incus, name, "/run/secrets");
   let changed = false;
   for (const ref of refs) {
     const target = ref.target ?? ref.source;
@@ -208,13 +203,7 @@ export async function installUnit(
     incus.pullFile(name, p).then((f) => new TextDecoder().decode(f.data), () => undefined);
   const [haveUnit, haveEnv] = [await read(unitPath), await read(envPath)];
   if (haveUnit === unit && haveEnv === env) return false;
-  await incus.mkdir(name, "/etc/isb", {
-    step: `create /etc/isb in ${name}`,
-    uid: 0,
-    gid: 0,
-    mode: 0o755,
-  })
-    .catch(() => {});
+  await ensureGuestDir(incus, name, "/etc/isb");
   await incus.pushFile(name, envPath, env, {
     step: `write ${envPath} in ${name}`,
     uid: 0,

@@ -19,6 +19,7 @@ import { IsbError } from "../errors.ts";
 import { x509Lib } from "../x509.ts";
 import type { IncusClient } from "../incus/mod.ts";
 import { entryString, type SecretBinding } from "./spec_egress.ts";
+import { ensureGuestDir } from "./guest_dir.ts";
 
 /** A secret's value: shows its length only, in every printing or serialising path. */
 export class SecretValue {
@@ -227,13 +228,7 @@ export async function installCa(incus: IncusClient, name: string, ca: EgressCa):
   const want = await caFingerprint(ca.certPem);
   const inst = (await incus.getInstance(name)).value;
   if (inst.config[KEY_CA_INSTALLED] === want) return;
-  await incus.mkdir(name, "/etc/isb", {
-    step: `create /etc/isb in ${name}`,
-    uid: 0,
-    gid: 0,
-    mode: 0o755,
-  })
-    .catch(() => {});
+  await ensureGuestDir(incus, name, "/etc/isb");
   await incus.pushFile(name, GUEST_CA, ca.certPem, {
     step: `push the egress CA to ${name}`,
     uid: 0,

@@ -141,26 +141,31 @@ function egressCtx(rt: Runtime, progress?: (line: string) => void): EgressContex
   return { stateDir: rt.isbStateDir, env: rt.env, wallNow: rt.wallNow, clock: rt.clock, progress };
 }
 
+/** How {@link applyDesired} and {@link ensureDesired} apply a sandbox. */
+export interface ApplyOptions {
+  /** Run the readiness checks after applying. */
+  waitReady: boolean;
+  /** Remove instance-local devices the spec does not mention. */
+  pruneDevices: boolean;
+  /** Receives progress lines. */
+  progress?: ((line: string) => void) | undefined;
+}
+
 /** Plan + apply + ports + (optionally) readiness, under the caller's lock. */
 export async function applyDesired(
   rt: Runtime,
   incus: IncusClient,
   desired: Desired,
-  opts: {
-    waitReady: boolean;
-    pruneDevices: boolean;
-    progress?: ((line: string) => void) | undefined;
-  },
+  opts: ApplyOptions,
 ): Promise<ApplyReport> {
   const { plan, images } = await planDesired(incus, desired, opts.pruneDevices);
-  const { stateDir, env, wallNow } = egressCtx(rt);
   const report = await applyPlan(
     {
       incus,
       clock: rt.clock,
       createTimeoutMs: rt.createTimeoutMs,
       images,
-      egress: { stateDir, env, wallNow, clock: rt.clock },
+      egress: egressCtx(rt),
       progress: opts.progress,
       ...(rt.inUse ? { inUse: rt.inUse } : {}),
     },
@@ -196,11 +201,7 @@ export async function ensureDesired(
   rt: Runtime,
   incus: IncusClient,
   desired: Desired,
-  opts: {
-    waitReady: boolean;
-    pruneDevices: boolean;
-    progress?: ((line: string) => void) | undefined;
-  },
+  opts: ApplyOptions,
 ): Promise<ApplyReport> {
   const lock = await lockSandbox(rt, incus, desired.name, opts.progress);
   try {
