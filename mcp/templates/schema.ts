@@ -212,16 +212,18 @@ function parseWith<S extends z.ZodType>(
   });
 }
 
+function checkedName(kind: string, file: string, n: string): string {
+  if (NAME_RE.test(n)) return n;
+  throw new IsbError(
+    "invalid",
+    `${kind} file "${file}": field "name": "${n}" is not a valid name (lowercase letters, digits and '-', starting with a letter)`,
+  );
+}
+
 /** Validates one template file's parsed YAML; `stem` names it when `name` is absent. */
 export function parseTemplate(file: string, raw: unknown, stem: string): TemplateDef {
   const def = parseWith(TemplateSchema, "template", file, raw);
-  const n = def.name ?? stem;
-  if (!NAME_RE.test(n)) {
-    throw new IsbError(
-      "invalid",
-      `template file "${file}": field "name": "${n}" is not a valid name (lowercase letters, digits and '-', starting with a letter)`,
-    );
-  }
+  const n = checkedName("template", file, def.name ?? stem);
   if (def.parent !== undefined && def.image !== undefined) {
     throw new IsbError(
       "invalid",
@@ -234,13 +236,7 @@ export function parseTemplate(file: string, raw: unknown, stem: string): Templat
 /** Validates one tool file's parsed YAML; `stem` names it when `name` is absent. */
 export function parseTool(file: string, raw: unknown, stem: string): ToolDef {
   const def = parseWith(ToolSchema, "tool", file, raw);
-  const n = def.name ?? stem;
-  if (!NAME_RE.test(n)) {
-    throw new IsbError(
-      "invalid",
-      `tool file "${file}": field "name": "${n}" is not a valid name (lowercase letters, digits and '-', starting with a letter)`,
-    );
-  }
+  const n = checkedName("tool", file, def.name ?? stem);
   return { ...def, name: n };
 }
 
