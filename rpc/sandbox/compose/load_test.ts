@@ -1,49 +1,7 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../../errors.ts";
-import {
-  composeLoadResult,
-  type ComposeProject,
-  loadCompose,
-  type LoadOptions,
-  projectServices,
-  projectServicesExact,
-} from "./load.ts";
-
-/** Loads in-memory files under `/tmp/My Project`. */
-function load(
-  files: Record<string, string>,
-  over: Partial<Omit<LoadOptions, "env">> & { env?: Record<string, string> } = {},
-): Promise<ComposeProject> {
-  const env: Record<string, string> = over.env ?? {};
-  const fs: Record<string, string> = Object.fromEntries(
-    Object.entries(files).map(([k, v]) => [k.startsWith("/") ? k : `/tmp/My Project/${k}`, v]),
-  );
-  const { env: _env, ...rest } = over;
-  return loadCompose({
-    cwd: "/tmp/My Project",
-    files: Object.keys(files).filter((f) => f.endsWith(".yaml") || f.endsWith(".yml")),
-    readTextFile: (p) => {
-      const t = fs[p];
-      return t === undefined
-        ? Promise.reject(new Error(`No such file or directory: ${p}`))
-        : Promise.resolve(t);
-    },
-    isFile: (p) => Promise.resolve(p in fs),
-    env: (k) => (Object.hasOwn(env, k) ? env[k] : undefined),
-    ...rest,
-  });
-}
-
-async function parseFails(p: Promise<unknown>, path: string, ...has: string[]): Promise<void> {
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "parse", e.message);
-    assert.deepStrictEqual(e.data, { path });
-    assert.ok(e.message.startsWith(`${path}: `), e.message);
-    for (const h of has) assert.ok(e.message.includes(h), `${e.message} lacks ${h}`);
-    return true;
-  });
-}
+import { composeLoadResult, loadCompose, projectServices, projectServicesExact } from "./load.ts";
+import { load, parseFails } from "./_load_fixture.ts";
 
 Deno.test("loadCompose names the project from the base directory and fills sandbox names", async () => {
   const p = await load({ "f0.yaml": "services:\n  web: {image: dev-base}\n" });
