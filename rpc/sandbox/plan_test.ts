@@ -4,19 +4,9 @@ import type { Image, Instance } from "../incus/types.ts";
 import { deviceMatches, hasChanges, plan } from "./plan.ts";
 import { type Desired, type HostFacts, resolve } from "./resolve.ts";
 import { parseSpec } from "./spec.ts";
+import { testHost } from "./_fixtures.ts";
 
-const HOST: HostFacts = {
-  pools: [{ name: "default", driver: "btrfs" }],
-  apiExtensions: [],
-  serverDriver: "lxc",
-  home: "/home/dev",
-  uid: 1000,
-  gid: 1000,
-  subuid: undefined,
-  subgid: undefined,
-  hostPathMap: undefined,
-  realPath: (p) => (p.startsWith("/work/") ? p : undefined),
-};
+const HOST: HostFacts = testHost({ realPath: (p) => (p.startsWith("/work/") ? p : undefined) });
 
 const IMAGES: Image[] = [
   {

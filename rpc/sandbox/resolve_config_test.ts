@@ -1,15 +1,6 @@
 import assert from "node:assert/strict";
-import { IsbError } from "../errors.ts";
 import { memoryLimit, ociCommandLine } from "./resolve_config.ts";
-
-function invalidWith(f: () => unknown, text: string) {
-  assert.throws(f, (e: unknown) => {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "invalid");
-    assert.ok(e.message.includes(text), `${e.message} lacks ${text}`);
-    return true;
-  });
-}
+import { invalidWith } from "./_fixtures.ts";
 
 const MEMORY = [
   ["512m", "512MiB"],

@@ -1,31 +1,8 @@
 import assert from "node:assert/strict";
-import { IsbError } from "../errors.ts";
-import { containerIdmap, type HostFacts, inSubidRange, pickPool } from "./resolve_host.ts";
+import { containerIdmap, inSubidRange, pickPool } from "./resolve_host.ts";
+import { invalidWith, testHost } from "./_fixtures.ts";
 
-function host(over: Partial<HostFacts> = {}): HostFacts {
-  return {
-    pools: [{ name: "default", driver: "btrfs" }],
-    apiExtensions: [],
-    serverDriver: "lxc",
-    home: "/home/dev",
-    uid: 1000,
-    gid: 1000,
-    subuid: undefined,
-    subgid: undefined,
-    hostPathMap: undefined,
-    realPath: () => undefined,
-    ...over,
-  };
-}
-
-function invalidWith(f: () => unknown, text: string) {
-  assert.throws(f, (e: unknown) => {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "invalid");
-    assert.ok(e.message.includes(text), `${e.message} lacks ${text}`);
-    return true;
-  });
-}
+const host = testHost;
 
 const POOLS = [
   { pools: ["a", "default", "incus-zfs"], req: undefined, want: "incus-zfs" },

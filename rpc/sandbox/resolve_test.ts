@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { IsbError } from "../errors.ts";
 import {
   type Desired,
   desiredToJson,
@@ -8,6 +7,7 @@ import {
   type ResolveOptions,
 } from "./resolve.ts";
 import { parseSpec } from "./spec.ts";
+import { invalidWith, testHost } from "./_fixtures.ts";
 
 /** Paths that exist; `/link` is a symlink to `/real`. */
 const FS: Record<string, string> = {
@@ -19,20 +19,7 @@ const FS: Record<string, string> = {
 };
 
 function host(over: Partial<HostFacts> = {}): HostFacts {
-  return {
-    pools: [{ name: "default", driver: "btrfs" }],
-    apiExtensions: [],
-    serverDriver: "lxc",
-    serverVersion: "6.0.4",
-    home: "/home/dev",
-    uid: 1000,
-    gid: 1000,
-    subuid: undefined,
-    subgid: undefined,
-    hostPathMap: undefined,
-    realPath: (p) => FS[p],
-    ...over,
-  };
+  return testHost({ serverVersion: "6.0.4", realPath: (p) => FS[p], ...over });
 }
 
 function run(spec: Record<string, unknown>, over: Partial<ResolveOptions> = {}): Desired {
@@ -40,15 +27,6 @@ function run(spec: Record<string, unknown>, over: Partial<ResolveOptions> = {}):
     host: host(),
     baseDir: "/work/app",
     ...over,
-  });
-}
-
-function invalidWith(f: () => unknown, text: string) {
-  assert.throws(f, (e: unknown) => {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "invalid");
-    assert.ok(e.message.includes(text), `${e.message} lacks ${text}`);
-    return true;
   });
 }
 
