@@ -17,8 +17,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { createIncusClient, type IncusClient, isNotFound } from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
 import { RpcClient } from "../tests/helpers/rpc_client.ts";
+import { removeInstance } from "../tests/helpers/live.ts";
 
 const SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
 const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
@@ -158,28 +159,6 @@ async function throughput(rpc: RpcClient, incus: IncusClient, name: string, n = 
   );
 }
 
-async function removeInstance(incus: IncusClient, name: string): Promise<void> {
-  let absent = 0;
-  let seen = false;
-  for (let i = 0; i < 60; i++) {
-    try {
-      await incus.getInstance(name);
-      seen = true;
-    } catch (e) {
-      // A create that timed out on our side may still land: look a few times before leaving.
-      if (isNotFound(e) && (seen || ++absent >= 5)) return;
-      if (isNotFound(e)) {
-        await new Promise((r) => setTimeout(r, 2000));
-        continue;
-      }
-    }
-    await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
-    await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  console.error(`bench: could not delete ${name}; delete it by hand`);
-}
-
 if (import.meta.main) {
   const name = `t-bench-${crypto.randomUUID().slice(0, 8)}`;
   const incus = createIncusClient({ socket: SOCKET });
@@ -192,7 +171,9 @@ if (import.meta.main) {
     if (values.part !== "get") await execLatency(rpc, incus, name);
     if (values.part !== "exec") await throughput(rpc, incus, name);
   } finally {
-    await removeInstance(incus, name);
+    await removeInstance(incus, name).catch((e) =>
+      console.error(`bench: ${e.message}; delete ${name} by hand`)
+    );
     incus.close();
   }
 }

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
+
 /** The socket live tests use. */
 export const LIVE_SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
 
@@ -53,4 +55,28 @@ export const NO_INCUS: boolean = reason !== undefined;
 /** A unique instance name for a test: `t-<area>-<random>`. */
 export function testName(area: string): string {
   return `t-${area}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** Deletes `name` whatever state it is in, retrying while Incus is still busy with it. */
+export async function removeInstance(incus: IncusClient, name: string): Promise<void> {
+  let absent = 0;
+  let seen = false;
+  const until = Date.now() + 120_000;
+  while (Date.now() < until) {
+    try {
+      await incus.getInstance(name);
+      seen = true;
+    } catch (e) {
+      // A create that timed out on our side may still land: look a few times before leaving.
+      if (isNotFound(e) && (seen || ++absent >= 5)) return;
+      if (isNotFound(e)) {
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
+    }
+    await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
+    await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});
+    await new Promise((r) => setTimeout(r, 1000)); // retry pace, not a wait for a state
+  }
+  throw new Error(`could not delete test instance ${name}`);
 }

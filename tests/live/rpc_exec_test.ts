@@ -7,8 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
 import { b64, type Reply, RpcClient, streamText, unb64 } from "../helpers/rpc_client.ts";
 
 const text = (s: unknown) => new TextDecoder().decode(unb64(String(s)));
@@ -34,30 +34,6 @@ function streaming(rpc: RpcClient, params: Record<string, unknown>) {
     onEvent: (e, d) => listeners.forEach((l) => l(e, d)),
   });
   return { id, done, output: (needle: string) => waitOutput((l) => listeners.push(l), needle) };
-}
-
-/** Deletes `name` whatever state it is in, retrying while Incus is still busy with it. */
-async function removeInstance(incus: IncusClient, name: string): Promise<void> {
-  let absent = 0;
-  let seen = false;
-  const until = Date.now() + 120_000;
-  while (Date.now() < until) {
-    try {
-      await incus.getInstance(name);
-      seen = true;
-    } catch (e) {
-      // A create that timed out on our side may still land: look a few times before leaving.
-      if (isNotFound(e) && (seen || ++absent >= 5)) return;
-      if (isNotFound(e)) {
-        await new Promise((r) => setTimeout(r, 2000));
-        continue;
-      }
-    }
-    await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
-    await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});
-    await new Promise((r) => setTimeout(r, 1000)); // retry pace, not a wait for a state
-  }
-  throw new Error(`could not delete test instance ${name}`);
 }
 
 Deno.test({
