@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { IsbError } from "../../rpc/mod.ts";
 import { builtinDefinitions, type Definitions, parseYamlText } from "./load.ts";
 import { buildOrder, resolveChain, templateChain } from "./resolve.ts";
 import { parseTemplate, parseTool } from "./schema.ts";
+import { refusal } from "./_fixtures.ts";
 
 /** Built-ins plus extra definitions given as YAML text, as if from the user layer. */
 function defs(
@@ -20,17 +20,6 @@ function defs(
     d.templates.set(def.name, { def, file, layer: "user", trusted: true, files: [] });
   }
   return d;
-}
-
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "invalid");
-    return e.message;
-  }
-  throw new assert.AssertionError({ message: "expected a refusal" });
 }
 
 Deno.test("resolveChain of tpl-agents installs node once, in tpl-dev", () => {

@@ -1,19 +1,8 @@
 import assert from "node:assert/strict";
-import { IsbError } from "../../rpc/mod.ts";
 import { parseTemplate, parseTool } from "./schema.ts";
+import { refusal } from "./_fixtures.ts";
 
 const F = "/cfg/templates/t.yaml";
-
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof IsbError, String(e));
-    assert.equal(e.code, "invalid");
-    return e.message;
-  }
-  throw new assert.AssertionError({ message: "expected a refusal" });
-}
 
 Deno.test("parseTemplate accepts every documented field", () => {
   const t = parseTemplate(F, {
