@@ -28,13 +28,12 @@
 import type { IncusClient } from "../incus/mod.ts";
 import {
   composeDown,
-  type ComposeFs,
   composeLoad,
   type ComposeParams,
   composePlan,
   composeUp,
-  DENO_FS,
 } from "./compose_ops.ts";
+import { type ComposeFs, DENO_FS } from "./compose_fs.ts";
 import { cachedServerInfo, poolFacts } from "./host_facts.ts";
 import {
   forceDelete,
