@@ -1,0 +1,70 @@
+/**
+ * Where things live for one user (home, Incus socket, XDG directories, cwd): the context the
+ * permission table (`permissions.ts`) resolves its symbolic paths in, from the environment.
+ *
+ * @module
+ */
+
+/** Where things live for one user; everything a grant may name. */
+export interface PermContext {
+  /** Home directory. */
+  home: string;
+  /** The Incus unix socket. */
+  socket: string;
+  /** isx configuration: config.yaml, templates/, tools/, credentials.yaml. */
+  configDir: string;
+  /** isx state: ca/, proxy/, mcp/, build logs. */
+  stateDir: string;
+  /** isx host-side download cache (npm packages for guests). */
+  cacheDir: string;
+  /** isb state (egress CAs), shared with the original isb. */
+  isbStateDir: string;
+  /** isb lock directory (`$XDG_RUNTIME_DIR/isb` or `<tmp>/isb-<uid>/isb`). */
+  lockDir: string;
+  /** The working directory at start. */
+  cwd: string;
+  /** The temp directory. */
+  tmp: string;
+  /** The program's own source directory (guest scripts are read from it). */
+  programDir: string;
+  /** The runtime executable (deno, or the compiled binary). */
+  execPath: string;
+}
+
+/** Resolves the context for the current user from environment values (empty = unset). */
+export function contextFrom(
+  env: (key: string) => string | undefined,
+  fixed: { cwd: string; uid: number; programDir: string; execPath: string; socket?: string },
+): PermContext {
+  const get = (k: string) => {
+    const v = env(k);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const home = get("HOME") ?? "/root";
+  const config = get("XDG_CONFIG_HOME") ?? `${home}/.config`;
+  const state = get("XDG_STATE_HOME") ?? `${home}/.local/state`;
+  const cache = get("XDG_CACHE_HOME") ?? `${home}/.cache`;
+  const tmp = (get("TMPDIR") ?? "/tmp").replace(/\/+$/, "") || "/tmp";
+  const runtime = get("XDG_RUNTIME_DIR");
+  return {
+    home,
+    socket: fixed.socket ?? defaultSocket(get),
+    configDir: `${config}/isx`,
+    stateDir: `${state}/isx`,
+    cacheDir: `${cache}/isx`,
+    isbStateDir: `${state}/isb`,
+    lockDir: runtime ? `${runtime}/isb` : `${tmp}/isb-${fixed.uid}`,
+    cwd: fixed.cwd,
+    tmp,
+    programDir: fixed.programDir,
+    execPath: fixed.execPath,
+  };
+}
+
+/** The Incus socket when no flag names one: INCUS_SOCKET, then $INCUS_DIR/unix.socket. */
+export function defaultSocket(get: (k: string) => string | undefined): string {
+  const sock = get("INCUS_SOCKET");
+  if (sock) return sock;
+  const dir = get("INCUS_DIR");
+  return dir ? `${dir}/unix.socket` : "/var/lib/incus/unix.socket";
+}
