@@ -43,14 +43,14 @@ import {
   UNANSWERED,
   writeAll,
 } from "./relay_body.ts";
-import { responseHeaders, scrubText } from "./rewrite.ts";
+import { scrubText } from "./rewrite.ts";
 import { Scrubber } from "./scrub.ts";
 import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
 import type { ModelCall, TrafficCall } from "./counter.ts";
 import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
 import { DecodingUsageReader } from "./decode.ts";
-import { bodyPlan, DecodingSink } from "./relay_decode.ts";
+import { bodyPlan, DecodingSink, guestResponseHeaders } from "./relay_decode.ts";
 
 /** How long a guest connection may wait between requests. */
 const IDLE_MS = 120_000;
@@ -275,43 +275,32 @@ class Session {
         res = message(e);
       }
     }
-    if (typeof res === "string") {
+    // The upstream cannot give this request a usable answer: the guest gets 502.
+    const fail = (why: string) => {
       finished = true;
       abort();
       end();
-      log.warn("proxy: upstream failed", { host: origin.authority, error: res });
-      return await this.#refuse(502, `upstream ${origin.authority} failed: ${res}`);
-    }
+      log.warn("proxy: upstream failed", { host: origin.authority, error: why });
+      return this.#refuse(502, `upstream ${origin.authority} failed: ${why}`);
+    };
+    if (typeof res === "string") return await fail(res);
     traffic.responded();
     call.responded = true;
     const rf = responseFraming(req.method, res.status, res.headers);
-    if (typeof rf === "string") {
-      finished = true;
-      abort();
-      end();
-      return await this.#refuse(502, `upstream ${origin.authority} failed: ${rf}`);
-    }
+    if (typeof rf === "string") return await fail(rf);
     const scrub = Scrubber.of(a.secrets);
     const plan = bodyPlan(res.headers.get("content-encoding"), {
       body: rf.kind !== "none",
       scrubbing: !scrub.empty,
     });
-    if (plan.kind === "refuse") {
-      finished = true;
-      abort();
-      end();
-      log.warn("proxy: upstream failed", { host: origin.authority, error: plan.reason });
-      return await this.#refuse(502, `upstream ${origin.authority} failed: ${plan.reason}`);
-    }
-    const headers = responseHeaders(res.headers, a.secrets);
-    if (plan.kind === "decode") headers.delete("content-encoding");
-    const chunked = rf.kind === "chunked" || rf.kind === "close" || plan.kind === "decode";
-    if (chunked) {
-      headers.delete("content-length");
-      headers.set("transfer-encoding", "chunked");
-    }
+    if (plan.kind === "refuse") return await fail(plan.reason);
     const guestCloses = connectionTokens(req.headers).has("close");
-    if (guestCloses) headers.set("connection", "close");
+    const { headers, chunked } = guestResponseHeaders(res.headers, {
+      secrets: a.secrets,
+      rechunk: rf.kind === "chunked" || rf.kind === "close",
+      plan,
+      close: guestCloses,
+    });
     const readable = res.status >= 200 && res.status < 300 && a.provider !== undefined &&
       plan.kind !== "opaque";
     const kind = readable ? bodyKind(res.headers.get("content-type")) : undefined;

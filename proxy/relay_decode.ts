@@ -18,6 +18,8 @@
 
 import { type Coding, contentCodings, decodeStream } from "./decode.ts";
 import { BODY_BUFFER, type BodyWriter, type PayloadSink } from "./relay_body.ts";
+import { responseHeaders } from "./rewrite.ts";
+import type { Secret } from "./secret.ts";
 
 /** How one response body is relayed. */
 export type BodyPlan =
@@ -49,6 +51,26 @@ export function bodyPlan(
   }
   if (codings.length === 0) return { kind: "plain" };
   return { kind: o.scrubbing ? "decode" : "copy", codings };
+}
+
+/**
+ * The response headers the guest gets: scrubbed, without `Content-Encoding` for a body the
+ * plan decodes, chunked where the relay re-frames the body (`rechunk`, or decoding), and
+ * `Connection: close` when the guest asked for it.
+ */
+export function guestResponseHeaders(
+  upstream: Headers,
+  o: { secrets: readonly Secret[]; rechunk: boolean; plan: BodyPlan; close: boolean },
+): { headers: Headers; chunked: boolean } {
+  const headers = responseHeaders(upstream, o.secrets);
+  if (o.plan.kind === "decode") headers.delete("content-encoding");
+  const chunked = o.rechunk || o.plan.kind === "decode";
+  if (chunked) {
+    headers.delete("content-length");
+    headers.set("transfer-encoding", "chunked");
+  }
+  if (o.close) headers.set("connection", "close");
+  return { headers, chunked };
 }
 
 /**
