@@ -157,6 +157,11 @@ const PURE = [
   "proxy/leaf_cache.ts",
   "proxy/decode.ts",
   "guest/protocol.ts",
+  "guest/task_shell.ts",
+  "mcp/tasks/state.ts",
+  "mcp/tasks/parse.ts",
+  "mcp/tasks/script.ts",
+  "mcp/tasks/tail.ts",
 ];
 
 Deno.test("the pure modules open no sockets, files, processes or timers", () => {
