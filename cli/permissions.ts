@@ -104,7 +104,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG"],
-    run: [],
+    // the bridge guard's table (proxy/guard.ts), written with `nft -f -`
+    run: ["nft"],
     sys: ["uid", "hostname"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right

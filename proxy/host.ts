@@ -25,6 +25,7 @@ import { z } from "zod";
 import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
+import { BridgeGuard, nftBinary } from "./guard.ts";
 import { loadCredentials } from "./credentials.ts";
 import { applyDns, bridgeGateway } from "./dns.ts";
 import { EgressSecrets } from "./egress.ts";
@@ -163,7 +164,12 @@ export async function startHostProxy(
       domains: config.domains,
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
+    const guard = new BridgeGuard(nftBinary());
+    cleanup.unshift(() => guard.close());
+    const registry = new ClientRegistry(incusSource(incus), {
+      now: Date.now,
+      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+    });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
     registry.start().catch(() => {});
