@@ -35,6 +35,8 @@ export interface InstanceInfo {
   secretSha256?: string;
   /** Account pins per provider namespace (`user.incus-spawn.account.<ns>`). */
   pins: Record<string, string>;
+  /** Its template's `accounts:` (`user.incus-spawn.template-account.<ns>`). */
+  templateAccounts?: Record<string, string>;
 }
 
 /** Where the registry gets instances from: one listing, and optionally change events. */
@@ -53,6 +55,8 @@ export interface Caller extends CallerRef {
   secretSha256?: string;
   /** Account pins per namespace. */
   pins: Record<string, string>;
+  /** Its template's `accounts:` per namespace. */
+  templateAccounts?: Record<string, string>;
 }
 
 /** What the servers ask: who is this connection, and whom do you know. */
@@ -175,6 +179,7 @@ export class ClientRegistry implements CallerLookup {
       pins: i.pins,
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
+    if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
     return c;
   }
 
@@ -210,8 +215,12 @@ function addressesOf(state: InstanceState | undefined): string[] {
 export function instanceInfo(i: Instance & { state?: InstanceState | null }): InstanceInfo {
   const config = { ...i.config, ...(i.expanded_config ?? {}) };
   const pins: Record<string, string> = {};
+  const templateAccounts: Record<string, string> = {};
   for (const [k, v] of Object.entries(config)) {
     if (k.startsWith(`${STAMP}account.`) && v) pins[k.slice(STAMP.length + 8)] = v;
+    if (k.startsWith(`${STAMP}template-account.`) && v) {
+      templateAccounts[k.slice(STAMP.length + 17)] = v;
+    }
   }
   const project = i.project && i.project !== "default" ? `${i.project}/` : "";
   const info: InstanceInfo = {
@@ -220,6 +229,7 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
     running: (i.state?.status ?? i.status) === "Running",
     addresses: addressesOf(i.state ?? undefined),
     pins,
+    ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
   const sha = config[`${STAMP}instance-secret-sha256`];
   if (sha) info.secretSha256 = sha.toLowerCase();

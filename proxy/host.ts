@@ -25,7 +25,7 @@ import { z } from "zod";
 import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
-import { loadCredentials } from "./credentials.ts";
+import { type CustomRule, loadCredentials } from "./credentials.ts";
 import { applyDns, bridgeGateway } from "./dns.ts";
 import { EgressSecrets } from "./egress.ts";
 import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
@@ -144,7 +144,11 @@ export interface HostProxy {
 /** Starts the proxy from `config.yaml`, `credentials.yaml`, the CA and Incus. */
 export async function startHostProxy(
   paths: HostPaths,
-  opts: { shutdown?: { token: string; onShutdown: () => void } } = {},
+  opts: {
+    shutdown?: { token: string; onShutdown: () => void };
+    /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
+    toolRules?: CustomRule[];
+  } = {},
 ): Promise<HostProxy> {
   const config = await loadProxyConfig(`${paths.configDir}/config.yaml`);
   const creds = await loadCredentials(`${paths.configDir}/credentials.yaml`);
@@ -161,6 +165,7 @@ export async function startHostProxy(
     }
     const policy = new Policy(creds, {
       domains: config.domains,
+      ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
     const registry = new ClientRegistry(incusSource(incus), { now: Date.now });

@@ -147,6 +147,8 @@ const PURE = [
   "rpc/sandbox/compose/interpolate.ts",
   "rpc/sandbox/compose/merge.ts",
   "proxy/policy.ts",
+  "proxy/accounts.ts",
+  "proxy/vertex.ts",
   "proxy/rewrite.ts",
   "proxy/counter.ts",
   "proxy/usage.ts",
