@@ -82,12 +82,17 @@ anthropic:
 
 Deno.test("Policy.route fails closed with 502 for a pin of another Claude auth mode", () => {
   const policy = new Policy(creds);
-  const r = policy.route({ host: "api.anthropic.com", path: "/v1/messages" }, { claude: "key" });
+  const r = policy.route({ host: "api.anthropic.com", path: "/v1/messages" }, {
+    grant: "all",
+    pins: { claude: "key" },
+  });
   equal(r.kind, "fail");
   equal(r.kind === "fail" && r.status, 502);
   const ok2 = policy.route({ host: "api.anthropic.com", path: "/v1/messages" }, {
-    claude: "key",
-  }, { claude: "key2" });
+    grant: "all",
+    pins: { claude: "key" },
+    templateAccounts: { claude: "key2" },
+  });
   equal(ok2.kind, "forward");
   const h = new Headers({ "x-api-key": "sk-ant-placeholder" });
   if (ok2.kind === "forward") applyHeaderOps(h, ok2.ops);

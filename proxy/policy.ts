@@ -39,6 +39,23 @@ import { isVertexModelPath, vertexHost } from "./vertex.ts";
 
 export type { Namespace } from "./accounts.ts";
 
+/** A name a caller's grant can list: a namespace, or `custom` for the custom rules. */
+export type GrantName = Namespace | "custom";
+
+/** Every {@link GrantName}. */
+export const GRANT_NAMES: readonly GrantName[] = ["anthropic", "openai", "github", "custom"];
+
+/**
+ * What a caller may be given: every credential, or those of the listed names only (none
+ * when empty: its placeholders are relayed untouched). proxy/identity.ts decides it.
+ */
+export type Grant = "all" | readonly GrantName[];
+
+/** True when `grant` covers `name`. */
+export function granted(grant: Grant, name: GrantName): boolean {
+  return grant === "all" || grant.includes(name);
+}
+
 /** The hosts of each namespace unless config overrides them. */
 export const DEFAULT_HOSTS: Readonly<Record<Namespace, readonly string[]>> = {
   anthropic: ["api.anthropic.com"],
@@ -193,21 +210,37 @@ export class Policy {
       path.split("?")[0] === "/v1/messages";
   }
 
-  /** The decision for one request of a caller with these pins and template accounts. */
+  /**
+   * The decision for one request of a caller with this grant, these account pins and its
+   * template's accounts. A namespace the grant does not cover gets no credential (and no
+   * pin check); Vertex counts as `anthropic`, tools' rules as `custom`.
+   */
   route(
     req: { host: string; path: string },
-    pins: Readonly<Record<string, string>> = {},
-    template: Readonly<Record<string, string>> = {},
+    caller: {
+      grant: Grant;
+      pins?: Readonly<Record<string, string>>;
+      templateAccounts?: Readonly<Record<string, string>>;
+    },
   ): Route {
+    const pins = caller.pins ?? {};
+    const template = caller.templateAccounts ?? {};
     const host = hostOnly(req.host);
     const path = req.path.split("?")[0]!;
     const choices: AccountChoices = { pins, template };
-    const vertexHere = this.#vertexHosts.get(host);
-    if (vertexHere) return this.#vertexPassthrough(host, path, choices);
+    if (this.#vertexHosts.has(host)) {
+      if (!granted(caller.grant, "anthropic")) {
+        return { kind: "forward", ops: [], ...this.#vertexModel(path) };
+      }
+      return this.#vertexPassthrough(host, path, choices);
+    }
     const ns = this.namespaceOf(host);
-    if (!ns) return { kind: "forward", ops: this.#custom(host) };
+    if (!ns) {
+      return { kind: "forward", ops: granted(caller.grant, "custom") ? this.#custom(host) : [] };
+    }
     const model = MODEL_PATHS[ns]?.includes(path) ? ns as ModelProvider : undefined;
     const base = { kind: "forward" as const, namespace: ns, ...(model ? { model } : {}) };
+    if (!granted(caller.grant, ns)) return { ...base, ops: [] };
     if (ns === "anthropic") {
       const got = resolveAccount<AnthropicAccount>(ns, this.#creds.anthropic, choices);
       if (got.error) return { kind: "fail", status: 502, message: got.error };
@@ -255,12 +288,16 @@ export class Policy {
     };
   }
 
+  #vertexModel(path: string): { model?: "anthropic" } {
+    return isVertexModelPath(path) ? { model: "anthropic" } : {};
+  }
+
   /** A request a guest sends to a Vertex host itself: the caller's Vertex account's token. */
   #vertexPassthrough(host: string, path: string, choices: AccountChoices): Route {
     const got = resolveAccount<AnthropicAccount>("anthropic", this.#creds.anthropic, choices);
     if (got.error) return { kind: "fail", status: 502, message: got.error };
     const a = got.account;
-    const model = isVertexModelPath(path) ? { model: "anthropic" as const } : {};
+    const model = this.#vertexModel(path);
     if (a?.kind !== "vertex" || vertexHost(a.vertex.region) !== host) {
       return { kind: "forward", ops: [], ...model };
     }

@@ -11,6 +11,8 @@ import {
 } from "./vertex.ts";
 import { type RunCommand, runCommand, VertexTokens } from "./vertex_token.ts";
 
+const ALL = { grant: "all" } as const;
+
 const CONFIG: VertexConfig = {
   project: "my-proj",
   region: "us-east5",
@@ -94,21 +96,32 @@ anthropic:
 `));
   ok(p.covers("us-east5-aiplatform.googleapis.com"));
   ok(p.translates("api.anthropic.com", "/v1/messages?beta=true"));
-  const m = p.route({ host: "api.anthropic.com", path: "/v1/messages" });
+  const m = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, ALL);
   ok(m.kind === "forward" && m.vertex?.mode === "translate" && m.model === "anthropic");
-  const other = p.route({ host: "api.anthropic.com", path: "/v1/messages/count_tokens" });
+  const other = p.route({ host: "api.anthropic.com", path: "/v1/messages/count_tokens" }, ALL);
   ok(other.kind === "forward" && !other.vertex && !other.model);
   assertEquals(other.kind === "forward" && other.ops, [{ op: "delete", name: "x-api-key" }]);
   const host = "us-east5-aiplatform.googleapis.com";
-  const direct = p.route({ host, path: "/v1/projects/my-proj/x/m:streamRawPredict" });
+  const direct = p.route({ host, path: "/v1/projects/my-proj/x/m:streamRawPredict" }, ALL);
   ok(direct.kind === "forward" && direct.vertex?.mode === "passthrough");
   equal(direct.kind === "forward" && direct.model, "anthropic");
-  const tokens = p.route({ host, path: "/v1/projects/my-proj/x/count-tokens:rawPredict" });
+  const tokens = p.route({ host, path: "/v1/projects/my-proj/x/count-tokens:rawPredict" }, ALL);
   equal(tokens.kind === "forward" && tokens.model, undefined);
   // An instance built for an API key keeps it (priority only picks the default).
-  const key = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, {}, { claude: "key" });
+  const key = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, {
+    grant: "all",
+    templateAccounts: { claude: "key" },
+  });
   ok(key.kind === "forward" && !key.vertex);
-  const pinned = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, { claude: "key" });
+  const pinned = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, {
+    grant: "all",
+    pins: { claude: "key" },
+  });
+  // A caller without the anthropic grant gets no token, even on the Vertex host.
+  const stranger = p.route({ host, path: "/v1/projects/my-proj/x/m:rawPredict" }, { grant: [] });
+  ok(stranger.kind === "forward" && !stranger.vertex && stranger.ops.length === 0);
+  const noGrant = p.route({ host: "api.anthropic.com", path: "/v1/messages" }, { grant: [] });
+  ok(noGrant.kind === "forward" && !noGrant.vertex && noGrant.ops.length === 0);
   equal(pinned.kind, "fail");
 });
 

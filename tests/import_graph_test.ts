@@ -148,6 +148,8 @@ const PURE = [
   "proxy/policy.ts",
   "proxy/accounts.ts",
   "proxy/vertex.ts",
+  "proxy/identity.ts",
+  "proxy/handoff.ts",
   "proxy/rewrite.ts",
   "proxy/counter.ts",
   "proxy/usage.ts",

@@ -60,7 +60,15 @@ proxy:
 `;
 
 function caller(name: string, extra: Partial<Caller> = {}): Caller {
-  return { name, incarnation: "2026-12-01T10:00:00Z", view: 1, address: name, pins: {}, ...extra };
+  return {
+    name,
+    incarnation: "2026-12-01T10:00:00Z",
+    view: 1,
+    address: name,
+    pins: {},
+    grant: "all",
+    ...extra,
+  };
 }
 
 interface Env {
@@ -295,6 +303,23 @@ Deno.test("proxy applies tools' bearer, header and basic rules from tool YAML, e
     equal(atob(env.up.requests.at(-1)!.headers["authorization"]!.slice(6)), `bot:${TOOL_PW}`);
     ok(basic.body.includes("authorization"), basic.body);
     ok(!basic.body.includes(btoa(`bot:${TOOL_PW}`)), "the echoed Basic header is scrubbed");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("proxy gives a caller without a grant no Vertex token and no tool credential", async () => {
+  const s = caller("stranger", { grant: [] });
+  const env = await setup([s]);
+  try {
+    const res = await env.request(s, "api.anthropic.com", "/v1/messages", { body: MESSAGE });
+    equal(res.status, 200, res.body);
+    const got = env.up.requests.at(-1)!;
+    equal(got.path, "/v1/messages", "not translated for Vertex");
+    equal(got.headers["x-api-key"], "sk-ant-placeholder");
+    equal(got.headers["authorization"], undefined);
+    await env.request(s, "api.tooltest.dev", "/echo");
+    equal(env.up.requests.at(-1)!.headers["authorization"], undefined);
   } finally {
     await env.close();
   }

@@ -45,6 +45,8 @@ export const STAMP = {
   account: "account.",
   /** Prefix: a template's `accounts:` per namespace, carried to every copy. */
   templateAccount: "template-account.",
+  /** The fixed IPv4 address of the instance's filtered NIC. */
+  staticIp: "static-ip",
 } as const;
 
 /** The stamps of a template's `accounts:` (`template-account.<ns>`), prefix-less. */
