@@ -11,7 +11,7 @@
 
 import { IsbError, VERSION } from "../rpc/mod.ts";
 import type { CaSigner } from "./ca.ts";
-import type { Caller, CallerLookup } from "./clients.ts";
+import type { CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";
 import { serveForward } from "./forward.ts";
 import { healthHandler, type HealthInfo } from "./health.ts";
@@ -21,6 +21,7 @@ import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { LeafCache } from "./leaf_cache.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
+import { Handoff } from "./handoff.ts";
 
 /** Where the proxy listens. */
 export interface ProxyListen {
@@ -100,7 +101,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   const now = opts.now ?? Date.now;
   const overrides = checkOverrides(opts.upstreamOverrides);
   const counter = new ActivityCounter({ now, providers: opts.policy.providers() });
-  const handoff = new Map<number, Caller>();
+  const handoff = new Handoff();
   const leaves = new LeafCache(opts.ca, {
     accepts: (name) => opts.policy.covers(name),
     allNames: opts.policy.certNames(),
