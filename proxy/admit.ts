@@ -26,6 +26,7 @@ import {
 } from "./rewrite.ts";
 import { constantTimeEqual, type Secret } from "./secret.ts";
 import { type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts";
+import type { ProxyLimits } from "./limits.ts";
 
 /** Per-caller additions from isb egress secrets. */
 export interface EgressLookup {
@@ -53,6 +54,8 @@ export interface InterceptDeps {
   handoff?: ReadonlyMap<number, Caller>;
   /** The HTTP client for upstream requests (default: Deno's). */
   httpClient?: Deno.HttpClient;
+  /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
+  limits?: ProxyLimits;
 }
 
 async function sha256Hex(text: string): Promise<string> {
