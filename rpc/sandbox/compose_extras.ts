@@ -19,6 +19,7 @@ import type { Clock } from "./lock.ts";
 import type { ComposeFile, SandboxSpec } from "./spec.ts";
 import { secretFileMode } from "./spec_parts.ts";
 import { ensureGuestDir } from "./guest_dir.ts";
+import { refuseProtected } from "./protected.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {
@@ -37,6 +38,10 @@ export async function gatherSecretValues(
     baseDir: string;
     lookup: (k: string) => string | undefined;
     readTextFile(p: string): Promise<string>;
+    /** Canonical path (a symlink into a protected path is refused too). */
+    realPath?(p: string): Promise<string>;
+    /** Paths no secret file may be or lie under (protected.ts). */
+    protectedPaths?: readonly string[];
   },
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -48,6 +53,10 @@ export async function gatherSecretValues(
     }
     if (def.file !== undefined) {
       const path = posix.resolve(opts.baseDir, def.file);
+      const roots = opts.protectedPaths ?? [];
+      refuseProtected(`secret "${key}": file`, path, roots);
+      const canon = await opts.realPath?.(path).catch(() => undefined);
+      if (canon !== undefined) refuseProtected(`secret "${key}": file`, canon, roots);
       try {
         out[key] = await opts.readTextFile(path);
       } catch (e) {

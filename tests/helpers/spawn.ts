@@ -1,6 +1,7 @@
 /**
  * Spawns the program (`main.ts`) the way the launchers in `bin/` do: `deno run` with
- * exactly the permission flags of `unionFlags(contextFrom(...))` from cli/permissions.ts,
+ * exactly the permission flags of `launchFlags(contextFrom(...), launchMode(...))` from
+ * cli/permissions.ts,
  * computed for the child's environment, cwd and `--socket`, and `ISX_PROG` naming the
  * program. Process tests drive it through the returned handle: line reader and writer
  * helpers with deadlines, the collected stderr, and disposal that closes stdin, waits and
@@ -10,7 +11,7 @@
  */
 
 import { splitGlobal } from "../../cli/args.ts";
-import { contextFrom, unionFlags } from "../../cli/permissions.ts";
+import { contextFrom, launchFlags, launchMode } from "../../cli/permissions.ts";
 import { lines } from "../../rpc/jsonl.ts";
 
 /** The repository root. */
@@ -52,18 +53,22 @@ export interface ProgramHandle extends AsyncDisposable {
 export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
   const env = (k: string) => opts.env?.[k] ?? Deno.env.get(k);
   let socket: string | undefined;
+  let command: string | undefined;
   try {
-    socket = splitGlobal(args, env).global.socket;
+    const parsed = splitGlobal(args, env);
+    socket = parsed.global.socket;
+    command = parsed.command;
   } catch {
     socket = undefined;
   }
-  const flags = unionFlags(contextFrom(env, {
+  const ctx = contextFrom(env, {
     cwd: opts.cwd ?? Deno.cwd(),
     uid: Deno.uid() ?? 0,
     programDir: ROOT,
     execPath: Deno.execPath(),
     ...(socket ? { socket } : {}),
-  }));
+  });
+  const flags = launchFlags(ctx, launchMode(opts.prog ?? "isb", command));
   return [
     "run",
     "--quiet",
