@@ -251,7 +251,7 @@ class Session {
     call: Call,
     on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
   ): Promise<boolean> {
-    let up = on.lease();
+    const up = on.lease();
     // Nothing moving either way for the stream timeout: the exchange is given up.
     const dog = new Watchdog(this.#limits.streamIdleMs, () => {
       on.abort();
