@@ -24,6 +24,7 @@ import {
   type HeaderOp,
   INSTANCE_SECRET_HEADER,
 } from "./rewrite.ts";
+import type { Handoff } from "./handoff.ts";
 import { constantTimeEqual, type Secret } from "./secret.ts";
 import { type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts";
 import type { ProxyLimits } from "./limits.ts";
@@ -50,8 +51,8 @@ export interface InterceptDeps {
   overrides: ReadonlyMap<string, string>;
   /** isb egress secrets, when this server serves egress bridges or isx callers with them. */
   egress?: EgressLookup;
-  /** Callers of connections the forward proxy handed over, by their loopback source port. */
-  handoff?: ReadonlyMap<number, Caller>;
+  /** Callers of connections handed over on loopback, by listener and source port. */
+  handoff?: Pick<Handoff, "get">;
   /** The HTTP client for upstream requests (default: Deno's). */
   httpClient?: Deno.HttpClient;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
@@ -69,14 +70,20 @@ export async function secretMatches(caller: Caller, presented: string): Promise<
   return constantTimeEqual(await sha256Hex(presented.trim()), caller.secretSha256);
 }
 
-/** Resolves the caller of a connection, including handed-over CONNECT tunnels. */
+/**
+ * Resolves the caller of a connection accepted on `localPort`, including handed-over
+ * connections (CONNECT tunnels, upgrades).
+ */
 export async function callerOf(
   deps: Pick<InterceptDeps, "clients" | "handoff">,
   remote: Deno.NetAddr,
+  localPort?: number,
 ): Promise<Caller | undefined> {
   // Hand-overs come from this process's own sockets, always bound to 127.0.0.1.
-  if (deps.handoff && normalizeAddress(remote.hostname) === "127.0.0.1") {
-    const handed = deps.handoff.get(remote.port);
+  if (
+    deps.handoff && localPort !== undefined && normalizeAddress(remote.hostname) === "127.0.0.1"
+  ) {
+    const handed = deps.handoff.get(localPort, remote.port);
     if (handed) return handed;
   }
   return await deps.clients.identify(remote);
@@ -141,7 +148,7 @@ export async function admit(
     return answer(403, "the instance secret does not belong to the calling instance");
   }
   const path = req.pathAndQuery.split("?")[0]!;
-  const route = deps.policy.route({ host, path }, caller.pins);
+  const route = deps.policy.route({ host, path }, caller);
   const websocket = req.headers.get("upgrade")?.toLowerCase() === "websocket";
   const traffic = deps.counter.traffic(caller, { websocket });
   traffic.sent(req.headBytes);

@@ -22,6 +22,7 @@
 import { log } from "../rpc/mod.ts";
 import { callerOf, type EgressLookup } from "./admit.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { hostOnly, type Policy } from "./policy.ts";
 import { type Gate, serveConns, type Served } from "./accept.ts";
@@ -42,7 +43,7 @@ export interface ForwardDeps {
   /** Loopback port of the intercepting TLS server for CONNECTs to intercepted hosts. */
   mitmPort?: number;
   /** Where handed-over callers are recorded (shared with the intercepting server). */
-  handoff: Map<number, Caller>;
+  handoff: Handoff;
   /** Extra addresses that count as the host (the proxy's own listen addresses). */
   hostAddresses: ReadonlySet<string>;
   /** Test hook: allow loopback targets (the fake upstreams live there). */
@@ -176,13 +177,13 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
       if (intercepted && port === 443 && deps.mitmPort) {
         upstream = await Deno.connect({ hostname: "127.0.0.1", port: deps.mitmPort });
         const local = (upstream.localAddr as Deno.NetAddr).port;
-        deps.handoff.set(local, caller);
+        deps.handoff.set(deps.mitmPort, local, caller);
         try {
           await writeAll(conn, enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
           if (got.rest.length) await writeAll(upstream, got.rest);
           await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs });
         } finally {
-          deps.handoff.delete(local);
+          deps.handoff.delete(deps.mitmPort, local);
         }
         return;
       }

@@ -13,7 +13,7 @@
 
 import { IsbError, log } from "../rpc/mod.ts";
 import type { InterceptDeps } from "./admit.ts";
-import type { Caller } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import { relayConnection, type RelayDeps } from "./relay.ts";
 import { interceptHandler } from "./server.ts";
 import type { Leaf, LeafCache } from "./leaf_cache.ts";
@@ -80,7 +80,7 @@ export async function serveIntercept(
     leaves: LeafCache;
     /** The CA behind `leaves` (for the one-time SNI probe). */
     ca: { certPem: string; issueLeaf(names: readonly string[]): Promise<Leaf> };
-    deps: InterceptDeps & { handoff: Map<number, Caller> };
+    deps: InterceptDeps & { handoff: Handoff };
     upstreamCaCerts?: string[] | undefined;
     /** Connect to upstream host names only at public addresses this resolver gives (egress). */
     publicOnly?: Resolver;
@@ -91,7 +91,7 @@ export async function serveIntercept(
   // Per-name leaves when the runtime's SNI hook works, else one leaf for all names.
   const certs = (await sniSupported(o.ca)) ? o.leaves : await o.leaves.all();
   const abort = new AbortController();
-  const slow = Deno.serve({
+  const slow: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,
     signal: abort.signal,
@@ -100,7 +100,7 @@ export async function serveIntercept(
       log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
       return new Response("isx-proxy: internal error\n", { status: 500 });
     },
-  }, interceptHandler(o.deps));
+  }, interceptHandler(o.deps, (): number => slow.addr.port));
   const pool = new UpstreamPool({
     ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
     ...(o.publicOnly ? { publicOnly: o.publicOnly } : {}),

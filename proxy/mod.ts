@@ -53,6 +53,7 @@ export {
   type InstanceInfo,
   type InstanceSource,
 } from "./clients.ts";
+export type { Grant, GrantName } from "./policy.ts";
 export type { HealthInfo } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
 export {

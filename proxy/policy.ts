@@ -27,6 +27,23 @@ import type { Secret } from "./secret.ts";
 /** A provider namespace with built-in injection rules. */
 export type Namespace = "anthropic" | "openai" | "github";
 
+/** A name a caller's grant can list: a namespace, or `custom` for the custom rules. */
+export type GrantName = Namespace | "custom";
+
+/** Every {@link GrantName}. */
+export const GRANT_NAMES: readonly GrantName[] = ["anthropic", "openai", "github", "custom"];
+
+/**
+ * What a caller may be given: every credential, or those of the listed names only (none
+ * when empty: its placeholders are relayed untouched). proxy/identity.ts decides it.
+ */
+export type Grant = "all" | readonly GrantName[];
+
+/** True when `grant` covers `name`. */
+export function granted(grant: Grant, name: GrantName): boolean {
+  return grant === "all" || grant.includes(name);
+}
+
 /** The hosts of each namespace unless config overrides them. */
 export const DEFAULT_HOSTS: Readonly<Record<Namespace, readonly string[]>> = {
   anthropic: ["api.anthropic.com"],
@@ -167,14 +184,24 @@ export class Policy {
     );
   }
 
-  /** The decision for one request of a caller with these account pins. */
-  route(req: { host: string; path: string }, pins: Readonly<Record<string, string>> = {}): Route {
+  /**
+   * The decision for one request of a caller with this grant and these account pins. A
+   * namespace the grant does not cover gets no credential (and no pin check).
+   */
+  route(
+    req: { host: string; path: string },
+    caller: { grant: Grant; pins?: Readonly<Record<string, string>> },
+  ): Route {
+    const pins = caller.pins ?? {};
     const host = hostOnly(req.host);
     const path = req.path.split("?")[0]!;
     const ns = this.namespaceOf(host);
-    if (!ns) return { kind: "forward", ops: this.#custom(host) };
+    if (!ns) {
+      return { kind: "forward", ops: granted(caller.grant, "custom") ? this.#custom(host) : [] };
+    }
     const model = MODEL_PATHS[ns]?.includes(path) ? ns as ModelProvider : undefined;
     const base = { kind: "forward" as const, namespace: ns, ...(model ? { model } : {}) };
+    if (!granted(caller.grant, ns)) return { ...base, ops: [] };
     if (ns === "anthropic") {
       const got = pick<AnthropicAccount>(ns, this.#creds.anthropic, pins);
       if (got.error) return { kind: "fail", status: 502, message: got.error };

@@ -21,7 +21,7 @@
  */
 
 import { log } from "../rpc/mod.ts";
-import type { Caller } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { pipeConns } from "./forward.ts";
 import {
@@ -63,8 +63,8 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
 export interface RelayDeps extends InterceptDeps {
   /** Loopback port of the plain-HTTP `Deno.serve` handler that takes what the relay won't. */
   slowPort: number;
-  /** Callers of handed-over connections by loopback source port (shared with that handler). */
-  handoff: Map<number, Caller>;
+  /** Callers of handed-over loopback connections (shared with that handler). */
+  handoff: Handoff;
   /** Test and benchmark only: CA certificates trusted for upstream TLS. */
   upstreamCaCerts?: string[];
 }
@@ -176,7 +176,11 @@ class Session {
     if (typeof framing === "string") return await this.#refuse(400, framing);
     const authority = req.headers.get("host");
     if (!authority) return await this.#refuse(400, "missing Host header");
-    const caller = await callerOf(this.#deps, this.#guest.remoteAddr as Deno.NetAddr);
+    const caller = await callerOf(
+      this.#deps,
+      this.#guest.remoteAddr as Deno.NetAddr,
+      (this.#guest.localAddr as Deno.NetAddr).port,
+    );
     const a = await admit(this.#deps, caller, {
       method: req.method,
       authority,
@@ -190,11 +194,15 @@ class Session {
 
   /** Gives the connection to the `Deno.serve` handler, starting with this head. */
   async #handOver(text: string): Promise<void> {
-    const caller = await callerOf(this.#deps, this.#guest.remoteAddr as Deno.NetAddr);
+    const caller = await callerOf(
+      this.#deps,
+      this.#guest.remoteAddr as Deno.NetAddr,
+      (this.#guest.localAddr as Deno.NetAddr).port,
+    );
     if (!caller) return void (await this.#refuse(403, "this address belongs to no instance"));
     const inner = await Deno.connect({ hostname: "127.0.0.1", port: this.#deps.slowPort });
     const local = (inner.localAddr as Deno.NetAddr).port;
-    this.#deps.handoff.set(local, caller);
+    this.#deps.handoff.set(this.#deps.slowPort, local, caller);
     try {
       const first = new Uint8Array(text.length + this.#g.buffered);
       for (let i = 0; i < text.length; i++) first[i] = text.charCodeAt(i);
@@ -203,7 +211,7 @@ class Session {
       await writeAll(inner, first);
       await pipeConns(this.#guest, inner, { idleMs: this.#limits.streamIdleMs });
     } finally {
-      this.#deps.handoff.delete(local);
+      this.#deps.handoff.delete(this.#deps.slowPort, local);
     }
   }
 

@@ -81,12 +81,13 @@ function relayBody(
   );
 }
 
-/** The `Deno.serve` handler for intercepted requests (TLS already terminated). */
+/** The `Deno.serve` handler for intercepted requests (TLS already terminated) on `port()`. */
 export function interceptHandler(
   deps: InterceptDeps,
+  port: () => number,
 ): (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Promise<Response> {
   return async (req, info) => {
-    const caller = await callerOf(deps, info.remoteAddr);
+    const caller = await callerOf(deps, info.remoteAddr, port());
     const url = new URL(req.url);
     const pathAndQuery = url.pathname + url.search;
     const a = await admit(deps, caller, {

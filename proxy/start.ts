@@ -11,7 +11,7 @@
 
 import { IsbError, VERSION } from "../rpc/mod.ts";
 import type { CaSigner } from "./ca.ts";
-import type { Caller, CallerLookup } from "./clients.ts";
+import type { CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";
 import { serveForward } from "./forward.ts";
 import { healthHandler, type HealthInfo } from "./health.ts";
@@ -24,6 +24,7 @@ import { normalizeAddress } from "./clients.ts";
 import { ConnectionCap, connectionGate, DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
 import type { Resolver } from "./egress_guard.ts";
 import type { HostNets } from "./egress_dial.ts";
+import { Handoff } from "./handoff.ts";
 
 /** Where the proxy listens. */
 export interface ProxyListen {
@@ -115,7 +116,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     counter,
     cap: new ConnectionCap(limits.connectionsPerInstance),
   });
-  const handoff = new Map<number, Caller>();
+  const handoff = new Handoff();
   const leaves = new LeafCache(opts.ca, {
     accepts: (name) => opts.policy.covers(name),
     allNames: opts.policy.certNames(),

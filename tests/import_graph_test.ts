@@ -146,6 +146,8 @@ const PURE = [
   "rpc/sandbox/compose/interpolate.ts",
   "rpc/sandbox/compose/merge.ts",
   "proxy/policy.ts",
+  "proxy/identity.ts",
+  "proxy/handoff.ts",
   "proxy/rewrite.ts",
   "proxy/counter.ts",
   "proxy/usage.ts",

@@ -17,7 +17,7 @@ import { PortCallers } from "./fakes/upstream.ts";
 import { unreachable } from "../proxy/forward.ts";
 import { hostOnly } from "../proxy/policy.ts";
 
-const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {} };
+const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
 const dec = new TextDecoder();
 
 /** A plain listener that records every connection it accepts. */

@@ -14,8 +14,8 @@ import { parseActivity, Policy, type ProxyHandle, startProxy } from "../proxy/mo
 import type { ProxyLimits } from "../proxy/limits.ts";
 import { guestConnect, guestRequest, PortCallers } from "./fakes/upstream.ts";
 
-const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {} };
-const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {} };
+const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
+const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {}, grant: "all" };
 const HOST = "api.anthropic.com";
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -41,6 +41,8 @@ export const STAMP = {
   network: "network",
   /** Hex SHA-256 of the per-start secret in /run/isx/instance-secret. */
   secretHash: "instance-secret-sha256",
+  /** The fixed IPv4 address of the instance's filtered NIC. */
+  staticIp: "static-ip",
 } as const;
 
 /** The full config key of a stamp. */
