@@ -46,6 +46,7 @@ export const MODES = [
   "build",
   "instances",
   "info",
+  "mcp",
 ] as const;
 /** A mode name. */
 export type Mode = typeof MODES[number];
@@ -172,6 +173,24 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket],
     net: true, // the Incus socket (see init)
     env: ["TERM", "NO_COLOR", "COLUMNS"],
+    run: [],
+    sys: ["uid"],
+  }),
+  // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
+  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  mcp: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/mcp.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.stateDir}/mcp`,
+      "/proc",
+    ],
+    write: [c.socket, `${c.stateDir}/mcp`],
+    net: true, // the Incus socket (see init) and the proxy's health port on loopback
+    env: [],
     run: [],
     sys: ["uid"],
   }),
