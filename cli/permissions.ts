@@ -107,7 +107,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     net: true,
     env: ["ISX_LOG"],
     run: ["gcloud"], // Vertex access tokens (credentials.yaml token_command)
-    sys: ["uid", "hostname"],
+    sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
   // to start this same program again in proxy mode.

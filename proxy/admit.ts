@@ -32,6 +32,7 @@ import { type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts"
 import type { VertexConfig } from "./credentials.ts";
 import { vertexHost } from "./vertex.ts";
 import type { VertexTokens } from "./vertex_token.ts";
+import type { ProxyLimits } from "./limits.ts";
 
 /** Per-caller additions from isb egress secrets. */
 export interface EgressLookup {
@@ -61,6 +62,8 @@ export interface InterceptDeps {
   httpClient?: Deno.HttpClient;
   /** Vertex access tokens (needed once an account of kind `vertex` exists). */
   vertexTokens?: VertexTokens;
+  /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
+  limits?: ProxyLimits;
 }
 
 async function sha256Hex(text: string): Promise<string> {

@@ -101,4 +101,6 @@ export {
   type EgressServeDeps,
 } from "./egress_serve.ts";
 export { type EgressEntry, EgressSecrets, parseEgressFile } from "./egress.ts";
-export type { Resolver } from "./egress_guard.ts";
+export type { Cidr, Resolver } from "./egress_guard.ts";
+export type { HostNets } from "./egress_dial.ts";
+export { DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
