@@ -173,7 +173,8 @@ install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$h/.isx-mcp/run" || exit 1
 pf=$h/.isx-mcp/run/$name.pid
 set -- setsid -w bash -c 'printf "%s\n" "$$" >"$0"; exec "$@"' "$pf"
 if [ -n "$t" ]; then set -- "$@" timeout -k 10s "$t"s; fi
-"$@" su - "$u" -c "$s"
+# --session-command: su's -c would start a new session, out of reach of the kill
+"$@" su - "$u" --session-command "$s"
 rc=$?
 rm -f -- "$pf"
 exit $rc

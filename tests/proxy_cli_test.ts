@@ -28,7 +28,14 @@ Deno.test("isx proxy activity --json matches /activity and --plain has one line 
   const up = startFakeUpstream();
   const ca = await loadCa(`${dir}/ca`);
   const callers = new PortCallers();
-  const a = { name: "cli-a", incarnation: "x", view: 1, address: "a", pins: {} };
+  const a = {
+    name: "cli-a",
+    incarnation: "x",
+    view: 1,
+    address: "a",
+    pins: {},
+    grant: "all" as const,
+  };
   callers.instances = [a, { name: "cli-b", incarnation: "y", view: 1 }];
   const proxy = await startProxy({
     listen: {

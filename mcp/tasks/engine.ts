@@ -186,8 +186,8 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
 
   return {
     runForeground: (instance, o) => runForeground({ incus, clock, user }, instance, o),
-    startCommand: (instance, o) =>
-      launch(instance, {
+    startCommand: async (instance, o) =>
+      await launch(instance, {
         taskId: o.taskId,
         run: 1,
         kind: "command",

@@ -13,14 +13,20 @@
 import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
-import { copyConfig, readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import {
+  copyConfig,
+  readStamps,
+  STAMP,
+  stampConfig,
+  templateAccountStamps,
+} from "../host/stamps.ts";
 import type { HostTools } from "./cache.ts";
 import type { Definitions } from "./load.ts";
 import { planBuilds, type PlannedBuild, type PlanOptions } from "./plan.ts";
 import type { ProgramSource } from "./program.ts";
 import { type Chain, resolveChain } from "./resolve.ts";
 import { runStep, STAGING, type StepContext } from "./run_steps.ts";
-import { AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
+import { accountsOf, AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
 import { incusSwapOps, swapTemplate } from "./swap.ts";
 
 /** A progress event of a build. */
@@ -182,6 +188,7 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       [STAMP.layer]: link.template.layer,
       [STAMP.trusted]: String(chainTrusted(chain)),
       [STAMP.workdir]: workdirOf(chain),
+      ...templateAccountStamps(accountsOf(chain)),
     };
     await ctx.client.updateInstance(tmp, (inst) => {
       inst.config = { ...inst.config, ...stampConfig(final) };
