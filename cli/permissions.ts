@@ -98,6 +98,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       c.socket,
       `${c.configDir}/credentials.yaml`,
       `${c.configDir}/config.yaml`,
+      `${c.configDir}/tools`, // tools' proxy: rules (docs/proxy.md)
       `${c.stateDir}/ca`,
       `${c.stateDir}/proxy`,
       `${c.isbStateDir}/egress`,
@@ -105,8 +106,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG"],
-    run: [],
-    sys: ["uid", "hostname"],
+    run: ["gcloud"], // Vertex access tokens (credentials.yaml token_command)
+    sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
   // to start this same program again in proxy mode.

@@ -46,6 +46,8 @@ export interface Caller extends CallerRef {
   secretSha256?: string;
   /** Account pins per namespace. */
   pins: Record<string, string>;
+  /** Its template's `accounts:` per namespace. */
+  templateAccounts?: Record<string, string>;
   /** Which credentials it may be given (none unless identified by its pinned NIC). */
   grant: Grant;
 }
@@ -145,6 +147,7 @@ export class ClientRegistry implements CallerLookup {
       grant: byConfig ? i.grant : [],
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
+    if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
     return c;
   }
 

@@ -53,6 +53,8 @@ export interface InstanceInfo {
   secretSha256?: string;
   /** Account pins per provider namespace (`user.incus-spawn.account.<ns>`). */
   pins: Record<string, string>;
+  /** Its template's `accounts:` (`user.incus-spawn.template-account.<ns>`). */
+  templateAccounts?: Record<string, string>;
 }
 
 /** An address's owner, and whether the owner's configuration names the address. */
@@ -148,10 +150,14 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
   const devices = { ...i.devices, ...(i.expanded_devices ?? {}) };
   const stamps: Record<string, string> = {};
   const pins: Record<string, string> = {};
+  const templateAccounts: Record<string, string> = {};
   for (const [k, v] of Object.entries(config)) {
     if (!k.startsWith(STAMP)) continue;
     stamps[k.slice(STAMP.length)] = v;
     if (k.startsWith(`${STAMP}account.`) && v) pins[k.slice(STAMP.length + 8)] = v;
+    if (k.startsWith(`${STAMP}template-account.`) && v) {
+      templateAccounts[k.slice(STAMP.length + 17)] = v;
+    }
   }
   const nicAddresses = Object.values(devices).filter((d) => d.type === "nic").flatMap((d) =>
     [d["ipv4.address"], d["ipv6.address"]].filter((a): a is string => !!a).map(normalizeAddress)
@@ -165,6 +171,7 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
     nicAddresses,
     grant: grantOf(stamps, nicsPinned(devices, config)),
     pins,
+    ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();

@@ -12,7 +12,8 @@
  *
  * What the relay does not speak itself it hands, connection and all, to the `Deno.serve`
  * handler on a loopback port (the caller passed along by source port, as for CONNECT):
- * upgrades (WebSockets), HTTP/1.0, and request targets that are not origin-form. A request
+ * upgrades (WebSockets), HTTP/1.0, request targets that are not origin-form, and model
+ * calls translated for Vertex AI (which need the whole body). A request
  * whose framing is ambiguous gets 400, one whose head is over 64 KiB 431. A call ends
  * exactly once: when its response is delivered, or when either side goes away (a read on
  * the guest's connection watches for that while the response is pending).
@@ -44,6 +45,7 @@ import {
   writeAll,
 } from "./relay_body.ts";
 import { scrubText } from "./rewrite.ts";
+import { hostOnly } from "./policy.ts";
 import { Scrubber } from "./scrub.ts";
 import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
 import type { ModelCall, TrafficCall } from "./counter.ts";
@@ -51,9 +53,8 @@ import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
 import { DecodingUsageReader } from "./decode.ts";
 import { bodyPlan, DecodingSink, guestResponseHeaders } from "./relay_decode.ts";
+import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
 
-/** How long a guest connection may wait between requests. */
-const IDLE_MS = 120_000;
 /** How long a refused guest gets to finish sending before its connection closes. */
 const LINGER_MS = 1_000;
 
@@ -101,19 +102,31 @@ class Session {
   readonly #deps: RelayDeps;
   readonly #pool: UpstreamPool;
   readonly #writer = new BodyWriter();
+  readonly #limits: ProxyLimits;
 
   constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool) {
     this.#guest = guest;
     this.#g = new ConnReader(guest);
     this.#deps = deps;
     this.#pool = pool;
+    this.#limits = deps.limits ?? DEFAULT_LIMITS;
+  }
+
+  /** Closes the connection unless `p` settles within `ms`. */
+  #within<T>(ms: number, p: Promise<T>): Promise<T> {
+    const timer = setTimeout(() => this.#close(), ms);
+    return p.finally(() => clearTimeout(timer));
   }
 
   async run(): Promise<void> {
     try {
-      for (;;) {
-        const timer = setTimeout(() => this.#close(), IDLE_MS);
-        const got = await this.#g.head().finally(() => clearTimeout(timer));
+      for (let first = true;; first = false) {
+        // Kept alive: the next request's first byte within the keep-alive timeout, then
+        // its whole head within the header timeout (the first one's from the accept).
+        if (!first && this.#g.buffered === 0) {
+          if (!(await this.#within(this.#limits.keepAliveMs, this.#g.fill()))) return;
+        }
+        const got = await this.#within(this.#limits.headerTimeoutMs, this.#g.head());
         if ("end" in got) return;
         if ("tooLarge" in got) return void (await this.#refuse(431, "request head too large"));
         if (!(await this.#request(got.text))) return;
@@ -165,6 +178,11 @@ class Session {
     if (typeof framing === "string") return await this.#refuse(400, framing);
     const authority = req.headers.get("host");
     if (!authority) return await this.#refuse(400, "missing Host header");
+    // A call to translate for Vertex needs its whole body: the `Deno.serve` handler's job.
+    if (this.#deps.policy.translates(hostOnly(authority), req.target)) {
+      await this.#handOver(text);
+      return false;
+    }
     const caller = await callerOf(
       this.#deps,
       this.#guest.remoteAddr as Deno.NetAddr,
@@ -198,7 +216,7 @@ class Session {
       first.set(this.#g.view(), text.length);
       this.#g.consume(this.#g.buffered);
       await writeAll(inner, first);
-      await pipeConns(this.#guest, inner);
+      await pipeConns(this.#guest, inner, { idleMs: this.#limits.streamIdleMs });
     } finally {
       this.#deps.handoff.delete(this.#deps.slowPort, local);
     }
@@ -248,10 +266,37 @@ class Session {
     call: Call,
     on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
   ): Promise<boolean> {
+    const up = on.lease();
+    // Nothing moving either way for the stream timeout: the exchange is given up.
+    const dog = new Watchdog(this.#limits.streamIdleMs, () => {
+      on.abort();
+      this.#close();
+    });
+    const kick = () => dog.kick();
+    this.#g.onData = up.reader.onData = kick;
+    try {
+      return await this.#relay(req, framing, a, call, on, up, kick);
+    } finally {
+      dog.stop();
+      // Only our own hooks: a released upstream may already serve another guest.
+      if (this.#g.onData === kick) this.#g.onData = undefined;
+      if (up.reader.onData === kick) up.reader.onData = undefined;
+    }
+  }
+
+  async #relay(
+    req: RequestHead,
+    framing: Framing,
+    a: Extract<Admission, { kind: "relay" }>,
+    call: Call,
+    on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
+    first: Lease,
+    kick: () => void,
+  ): Promise<boolean> {
     const { traffic, origin } = a;
     const end = () => endCall(a, call);
     const abort = on.abort;
-    let up = on.lease();
+    let up = first;
     a.headers.set("host", origin.authority);
     if (framing.kind === "chunked") a.headers.set("transfer-encoding", "chunked");
     const head = requestHeadBytes(req.method, req.target, a.headers);
@@ -277,6 +322,7 @@ class Session {
       abort();
       try {
         up = await on.renew();
+        up.reader.onData = kick;
         await writeAll(up.conn, head);
         res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
       } catch (e) {
@@ -328,6 +374,7 @@ class Session {
     end();
     const reusable = complete && sent === "done" && res.minor === 1 && rf.kind !== "close" &&
       !connectionTokens(res.headers).has("close");
+    if (up.reader.onData === kick) up.reader.onData = undefined;
     if (reusable) this.#pool.release(up);
     else abort();
     return complete && sent === "done" && !guestCloses;
