@@ -106,7 +106,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG"],
-    run: ["gcloud"], // Vertex access tokens (credentials.yaml token_command)
+    // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
+    // table (proxy/guard.ts), written with `nft -f -`
+    run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
