@@ -53,7 +53,7 @@ export {
   type InstanceInfo,
   type InstanceSource,
 } from "./clients.ts";
-export type { HealthInfo } from "./health.ts";
+export type { HealthInfo, HealthStatus } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
 export {
   type ExtraListen,
@@ -70,7 +70,10 @@ export {
   ROLE_PROXY_ONLY,
 } from "./proxy_only.ts";
 export * from "./host.ts";
+export * from "./host_config.ts";
 export * from "./runfiles.ts";
+export { applyDns, dnsBlockCurrent, dnsBlockGateway, gatewayOf, mergeDnsBlock } from "./dns.ts";
+export { missingNamespaces, NAMESPACES } from "./credentials.ts";
 export * from "./activity_format.ts";
 export {
   type BridgeInfo,

@@ -13,6 +13,7 @@ import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.t
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
 import { copyConfig, readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { pemFingerprint } from "../host/proxy_check.ts";
 import type { HostTools } from "./cache.ts";
 import type { Definitions } from "./load.ts";
 import { planBuilds, type PlannedBuild, type PlanOptions } from "./plan.ts";
@@ -180,6 +181,8 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       [STAMP.layer]: link.template.layer,
       [STAMP.trusted]: String(chainTrusted(chain)),
       [STAMP.workdir]: workdirOf(chain),
+      // which CA its guests trust: branches are repaired when the proxy serves another
+      [STAMP.caFingerprint]: await pemFingerprint(ctx.facts.caPem),
     };
     await ctx.client.updateInstance(tmp, (inst) => {
       inst.config = { ...inst.config, ...stampConfig(final) };
