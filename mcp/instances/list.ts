@@ -80,9 +80,7 @@ export function toRecord(
     created: inst.created_at,
     mcp_state: mcpState(s),
     mcp_purpose: s["mcp-purpose"] || null,
-    ca_outdated: currentCa && s[STAMP.caFingerprint]
-      ? s[STAMP.caFingerprint] !== currentCa
-      : null,
+    ca_outdated: currentCa && s[STAMP.caFingerprint] ? s[STAMP.caFingerprint] !== currentCa : null,
   };
 }
 
