@@ -15,6 +15,8 @@ import {
   Policy,
   type ProxyHandle,
   startProxy,
+  stateOf,
+  toRecords,
 } from "../proxy/mod.ts";
 import {
   type FakeUpstream,
@@ -293,6 +295,10 @@ Deno.test("proxy answers 502 when the upstream is down and the ended call counts
     // a call that ended, however it ended, sets last_response_at (issue 12, seed 000)
     ok(a.last_response_at! >= a.last_request_at!);
     equal(typeof a.idle_seconds, "number");
+    // and `isx proxy activity` shows the instance as idle, with an IDLE time
+    const rec = toRecords(await env.activity()).find((r) => r.instance === A.name)!;
+    equal(stateOf(rec), "idle");
+    ok(rec.idle_seconds !== null);
   } finally {
     await env.proxy.close();
   }

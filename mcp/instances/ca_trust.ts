@@ -43,6 +43,8 @@ export async function repairGuestCa(
   try {
     await capture(client, name, ["update-ca-certificates"], {
       step: "refresh the trust store (update-ca-certificates)",
+      // early in boot /tmp may not be mounted yet; /var/tmp is on the root file system
+      env: { TMPDIR: "/var/tmp" },
     });
   } catch (e) {
     throw new IsbError(
