@@ -1,28 +1,33 @@
 /**
  * Prints the permission flags the program must start with, for the launchers in `bin/`:
  * `deno run $(deno run … cli/flags.ts ARGS) main.ts ARGS`. Reads only the environment and
- * the global flags in ARGS (for `--socket`), through the same table as everything else.
+ * the global flags in ARGS (for `--socket`), through the same table as everything else; the
+ * launcher names the program in `ISX_PROG` (`isb` runs only rpc, whose flags deny reads).
  *
  * @module
  */
 
 import { splitGlobal } from "./args.ts";
-import { contextFrom, unionFlags } from "./permissions.ts";
+import { contextFrom, launchFlags, launchMode } from "./permissions.ts";
 
 if (import.meta.main) {
   const env = (k: string) => Deno.env.get(k);
   let socket: string | undefined;
+  let command: string | undefined;
   try {
-    socket = splitGlobal(Deno.args, env).global.socket;
+    const parsed = splitGlobal(Deno.args, env);
+    socket = parsed.global.socket;
+    command = parsed.command;
   } catch {
     socket = undefined; // the program itself reports the usage error
   }
-  const flags = unionFlags(contextFrom(env, {
+  const ctx = contextFrom(env, {
     cwd: Deno.cwd(),
     uid: Deno.uid() ?? 0,
     programDir: new URL("..", import.meta.url).pathname.replace(/\/$/, ""),
     execPath: Deno.env.get("ISX_DENO") || Deno.execPath(),
     ...(socket ? { socket } : {}),
-  }));
+  });
+  const flags = launchFlags(ctx, launchMode(env("ISX_PROG") ?? "isx", command));
   Deno.stdout.writeSync(new TextEncoder().encode(flags.join("\n") + "\n"));
 }

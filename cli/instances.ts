@@ -26,7 +26,7 @@ import {
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/mod.ts";
-import { loadProxyConfig } from "../proxy/mod.ts";
+import { loadProxyConfig, parseAccountPairs } from "../proxy/mod.ts";
 import type { IncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
@@ -54,8 +54,8 @@ export const branchCommand: Command = {
   name: "branch",
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
-  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap] [--json]
-                  [--no-preflight]
+  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
+                  [--account NS=NAME ...] [--json] [--no-preflight]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
 waits for its address.
@@ -77,6 +77,8 @@ The network mode and resource limits come from the template's definition unless
 Options:
   --from TEMPLATE   the built template to copy (required)
   --network MODE    override the template's network mode
+  --account NS=NAME pin the proxy account of a namespace (claude, openai, github; may
+                    repeat); see isx proxy account --help
   --json            print the result as JSON
   --no-preflight    skip the refusals (the CA repair still runs when the proxy answers)`,
   mode: () => "instances",
@@ -84,9 +86,16 @@ Options:
     const { values, positionals } = parseCommandArgs(rest, {
       from: { type: "string" },
       network: { type: "string" },
+      account: { type: "string", multiple: true },
       json: { type: "boolean" },
       "no-preflight": { type: "boolean" },
     });
+    let accounts: Record<string, string> = {};
+    try {
+      accounts = parseAccountPairs(values.account ?? []);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
     const [name] = names(positionals);
     if (positionals.length > 1) throw new UsageError("branch makes one instance");
     if (!values.from) throw new UsageError("--from <template> is required");
@@ -118,6 +127,7 @@ Options:
         },
         network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
         ...(d.limits ? { limits: d.limits } : {}),
+        accounts,
         ...(trusted ? { stamps: { [STAMP.caFingerprint]: trusted } } : {}),
       });
       if (await repairCa(ctx, client, r.name, health, trusted)) {

@@ -10,7 +10,8 @@
  * Paths are symbolic until a {@link PermContext} (home, socket, XDG dirs, cwd) resolves them:
  * the launchers resolve them for the calling user at each start, the compile task for the
  * build host. Revoking a scoped path in Deno also drops every grant that *covers* it, so a
- * path is revoked only when no grant the mode keeps covers it (then nothing is lost).
+ * path is revoked only when no grant the mode keeps covers it (then nothing is lost); paths a
+ * mode must not read under a kept grant are `--deny-read` at launch ({@link launchFlags}).
  *
  * @module
  */
@@ -28,6 +29,11 @@ export interface Grants {
   env: true | string[];
   run: string[];
   sys: string[];
+  /**
+   * Read denials (`--deny-read`): paths the mode must never read even where a grant covers
+   * them (rpc's working directory may be `$HOME`). Deno cannot add a denial at run time.
+   */
+  denyRead?: string[];
 }
 
 /** Every mode the program runs in. Human commands are grouped by what they touch. */
@@ -40,6 +46,7 @@ export const MODES = [
   "build",
   "instances",
   "info",
+  "mcp",
 ] as const;
 /** A mode name. */
 export type Mode = typeof MODES[number];
@@ -74,6 +81,8 @@ export const NPM_PASS_ENV = [
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // isb rpc: the Incus socket, files under its cwd (compose files, bind sources), locks and
   // egress CAs; env for ${VAR} interpolation; net for searched ports and a remote Incus.
+  // Never the host user's keys, whatever the cwd: the isx config (credentials), state (CA
+  // key) and ~/.ssh.
   rpc: (c) => ({
     read: [c.socket, c.cwd, c.tmp, c.isbStateDir, c.lockDir, "/etc/subuid", "/etc/subgid"],
     write: [c.socket, c.isbStateDir, c.lockDir],
@@ -81,6 +90,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     env: true,
     run: [],
     sys: ["uid", "gid", "hostname"],
+    denyRead: [c.configDir, c.stateDir, `${c.home}/.ssh`],
   }),
   // The proxy server: the only mode that reads credentials or the CA's private key.
   proxy: (c) => ({
@@ -88,6 +98,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       c.socket,
       `${c.configDir}/credentials.yaml`,
       `${c.configDir}/config.yaml`,
+      `${c.configDir}/tools`, // tools' proxy: rules (docs/proxy.md)
       `${c.stateDir}/ca`,
       `${c.stateDir}/proxy`,
       `${c.isbStateDir}/egress`,
@@ -95,8 +106,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
-    run: [],
-    sys: ["uid", "hostname"],
+    run: ["gcloud"], // Vertex access tokens (credentials.yaml token_command)
+    sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity|dump|install|uninstall: pid/log files, the
   // health port, the bridge (status), the right to start this same program again, and for
@@ -186,6 +197,24 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     run: [],
     sys: ["uid"],
   }),
+  // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
+  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  mcp: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/mcp.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.stateDir}/mcp`,
+      "/proc",
+    ],
+    write: [c.socket, `${c.stateDir}/mcp`],
+    net: true, // the Incus socket (see init) and the proxy's health port on loopback
+    env: [],
+    run: [],
+    sys: ["uid"],
+  }),
   // --help, --version, and mistakes: nothing at all.
   info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),
 };
@@ -223,9 +252,24 @@ export function grantFlags(g: Grants): string[] {
   return flags;
 }
 
-/** The flags a launcher, the compile task and the process tests start the program with. */
+/** The union flags: what the compile task records (one flag set for every mode). */
 export function unionFlags(c: PermContext): string[] {
   return grantFlags(unionGrants(c));
+}
+
+/** The mode with read denials an invocation enters: `rpc` for `isb` and `isx rpc`. */
+export function launchMode(prog: string, command: string | undefined): Mode | undefined {
+  return prog === "isb" || command === "rpc" ? "rpc" : undefined;
+}
+
+/**
+ * The flags a launcher and the process tests start the program with: the union, plus the
+ * read denials of the mode it will enter (see {@link launchMode}).
+ */
+export function launchFlags(c: PermContext, mode?: Mode): string[] {
+  const deny = mode ? PERMISSIONS[mode](c).denyRead ?? [] : [];
+  const flags = unionFlags(c);
+  return deny.length ? [...flags, `--deny-read=${uniq(deny).join(",")}`] : flags;
 }
 
 function covers(parent: string, child: string): boolean {
@@ -242,9 +286,21 @@ export function enterMode(mode: Mode, c: PermContext): void {
   const want = PERMISSIONS[mode](c);
   const have = unionGrants(c);
   const p = Deno.permissions;
+  // Started without the mode's `--deny-read` (the compiled binary carries the union only):
+  // revoke the paths instead. Deno then also drops every grant covering them (the cwd when
+  // it is $HOME): the mode fails closed, reading less rather than the user's keys.
+  const deny = want.denyRead ?? [];
+  for (const path of deny) {
+    if (p.querySync({ name: "read", path }).state === "granted") {
+      p.revokeSync({ name: "read", path });
+    }
+  }
   for (const name of ["read", "write"] as PathName[]) {
     for (const path of have[name]) {
-      if (want[name].some((k) => covers(k, path))) continue;
+      // under a denial that had to be made by revoking (see above): revoke it too
+      const open = name === "read" && deny.some((d) => covers(d, path)) &&
+        p.querySync({ name, path }).state === "granted";
+      if (!open && want[name].some((k) => covers(k, path))) continue;
       p.revokeSync({ name, path });
     }
   }
@@ -271,9 +327,14 @@ export function enterMode(mode: Mode, c: PermContext): void {
   }
   for (const name of ["read", "write"] as PathName[]) {
     for (const path of want[name]) {
-      if (p.querySync({ name, path }).state !== "granted") {
-        throw new TypeError(`permission table: ${mode} lost ${name} of ${path}`);
-      }
+      if (p.querySync({ name, path }).state === "granted") continue;
+      if (name === "read" && deny.some((d) => covers(path, d))) continue; // failed closed
+      throw new TypeError(`permission table: ${mode} lost ${name} of ${path}`);
+    }
+  }
+  for (const path of deny) {
+    if (p.querySync({ name: "read", path }).state === "granted") {
+      throw new TypeError(`permission table: ${mode} can still read ${path}`);
     }
   }
   p.revokeSync({ name: "ffi" });

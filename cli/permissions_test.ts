@@ -3,6 +3,8 @@ import {
   contextFrom,
   enterMode,
   type Grants,
+  launchFlags,
+  launchMode,
   MODES,
   type PermContext,
   PERMISSIONS,
@@ -130,4 +132,45 @@ Deno.test({
     );
     await assert.rejects(fetch("http://127.0.0.1:18080/"), Deno.errors.NotCapable);
   },
+});
+
+const AT_HOME: PermContext = { ...CTX, cwd: HOME };
+
+Deno.test({
+  name: "enterMode rpc from $HOME without the deny flags fails closed: no key is readable",
+  permissions: asTestPermissions(unionGrants(AT_HOME)),
+  fn() {
+    assert.equal(state({ name: "read", path: `${HOME}/.ssh/id_ed25519` }), "granted");
+    enterMode("rpc", AT_HOME);
+    for (
+      const p of [
+        `${HOME}/.ssh/id_ed25519`,
+        `${AT_HOME.configDir}/credentials.yaml`,
+        `${AT_HOME.stateDir}/ca/ca.key`,
+      ]
+    ) {
+      assert.notEqual(state({ name: "read", path: p }), "granted", p);
+    }
+    // what rpc keeps besides the cwd
+    assert.equal(state({ name: "read", path: AT_HOME.isbStateDir }), "granted");
+    assert.equal(state({ name: "read", path: AT_HOME.lockDir }), "granted");
+  },
+});
+
+Deno.test("launchFlags adds rpc's read denials for isb and isx rpc, and only for them", () => {
+  assert.equal(launchMode("isb", undefined), "rpc");
+  assert.equal(launchMode("isx", "rpc"), "rpc");
+  for (const cmd of [undefined, "proxy", "build", "init", "branch", "guest"]) {
+    assert.equal(launchMode("isx", cmd), undefined, String(cmd));
+  }
+  const flags = launchFlags(AT_HOME, "rpc");
+  assert.deepEqual(flags.slice(0, -1), unionFlags(AT_HOME));
+  assert.equal(
+    flags.at(-1),
+    `--deny-read=${HOME}/.config/isx,${HOME}/.local/state/isx,${HOME}/.ssh`,
+  );
+  assert.deepEqual(launchFlags(AT_HOME), unionFlags(AT_HOME));
+  for (const mode of MODES.filter((m) => m !== "rpc")) {
+    assert.equal(PERMISSIONS[mode](AT_HOME).denyRead, undefined, mode);
+  }
 });

@@ -27,6 +27,7 @@ import { IsbError, isLogLevel, log, setLogLevel, setLogSink } from "../rpc/mod.t
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { activity, logs, out, type Values } from "./proxy_view.ts";
+import { accountCommand, toolRules } from "./proxy_account.ts";
 import { install, uninstall } from "./proxy_install.ts";
 import { launch, start, stopProxy } from "./proxy_lifecycle.ts";
 import { status } from "./proxy_status.ts";
@@ -58,6 +59,8 @@ proxy runs and names the namespaces that have none. See docs/proxy.md.
                  names, kinds and lengths (never values), known instances
   logs           print the log (-n LINES, -f to follow)
   activity       every instance's counts (table; --json, --plain; --watch)
+  account        which account each instance uses: list | set <inst> NS=NAME | unset
+                 <inst> NS (isx proxy account --help)
 
 Options:
   --json               activity/status as JSON (activity: an array of records)
@@ -113,7 +116,7 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
       ...ctx.perm,
       socket: ctx.global.socket,
       gitSha: ctx.env.ISX_GIT_SHA || null,
-    }, { shutdown: { token, onShutdown: () => stop() } });
+    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
   } catch (e) {
     // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
     log.error("proxy: start failed", { error: (e as Error).message });
@@ -164,8 +167,13 @@ export const proxyCommand: Command = {
   progs: ["isx"],
   summary: "the credential-injecting, counting proxy (run, start, stop, status, logs, activity)",
   help: HELP,
-  mode: (rest) => (sub(rest) === "run" ? "proxy" : "proxy-ctl"),
+  mode: (rest) => {
+    const s = sub(rest);
+    return s === "run" ? "proxy" : s === "account" ? "instances" : "proxy-ctl";
+  },
   async run(rest, ctx) {
+    const at = rest.findIndex((a) => !a.startsWith("-"));
+    if (rest[at] === "account") return await accountCommand(rest.slice(at + 1), ctx);
     const { values, positionals } = parseCommandArgs(rest, {
       json: { type: "boolean" },
       plain: { type: "boolean" },

@@ -19,6 +19,7 @@ import {
   classifyProxy,
   type Drift,
   PROXY_STATE_EXIT,
+  type ProxyHealth,
   type ProxyState,
   readProxyHealth,
   versionDrift,
@@ -44,7 +45,7 @@ export interface StatusReport {
   /** The proxy's pid (answering, or named by a stale pid file). */
   pid: number | undefined;
   /** The `/health` body when it answered. */
-  health: Record<string, unknown> | undefined;
+  health: ProxyHealth | undefined;
   /** Its build against this program's. */
   drift: Drift | undefined;
 }
@@ -104,14 +105,7 @@ export async function status(ctx: CliContext, url: string, json: boolean): Promi
     }));
     return PROXY_STATE_EXIT[r.state];
   }
-  const h = r.health as {
-    version?: string;
-    listen?: { tls?: string; forward?: string };
-    caFingerprint?: string;
-    missingCredentials?: string[];
-    configDriftedFiles?: string[];
-    authError?: string | null;
-  } | undefined;
+  const h = r.health;
   const head = h
     ? `${r.state} (pid ${r.pid}, version ${h.version ?? "unknown"}, tls ${h.listen?.tls}, ` +
       `forward ${h.listen?.forward}, CA ${h.caFingerprint?.slice(0, 23)}…)`

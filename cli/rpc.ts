@@ -10,6 +10,7 @@ import { createEngine, createIncusClient, type Engine, parseDuration } from "../
 import { serveRpc } from "../rpc/server/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
+import { PERMISSIONS } from "./permissions.ts";
 
 const HELP = `Usage: isb [--socket PATH] [--project NAME] [--create-timeout D] rpc
 
@@ -51,6 +52,7 @@ export function buildEngine(ctx: CliContext): { engine: Engine; close(): void } 
     isbStateDir: ctx.perm.isbStateDir,
     createTimeoutMs: createMs,
     term: ctx.env.TERM || undefined,
+    protectedPaths: PERMISSIONS.rpc(ctx.perm).denyRead ?? [],
   });
   return { engine, close: () => incus.close() };
 }

@@ -6,6 +6,15 @@
  */
 
 export { runTask, type TaskSpec } from "./task_runner.ts";
+export {
+  CANCEL_SH,
+  FOREGROUND_KILL_SH,
+  FOREGROUND_SH,
+  LAUNCH_SH,
+  LIST_SH,
+  PROBE_SH,
+  STATUS_SH,
+} from "./task_shell.ts";
 export { parseTaskEvents, parseTaskState, type TaskEvent, type TaskRecord } from "./protocol.ts";
 
 /** The runner scripts, embedded in the compiled binary with `--include guest/`. */

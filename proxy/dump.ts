@@ -6,20 +6,38 @@
  * @module
  */
 
-import type { Accounts, Credentials, CustomRule } from "./credentials.ts";
+import type { Accounts, Credentials, CustomRule, VertexConfig } from "./credentials.ts";
 import type { Secret } from "./secret.ts";
 
 /** One credential as the dump shows it. */
-export interface DumpedAccount {
-  /** api_key, oauth or token. */
-  kind: string;
-  /** The value's length: never the value. */
-  length: number;
-}
+export type DumpedAccount =
+  | {
+    /** api_key, oauth or token. */
+    kind: string;
+    /** The value's length: never the value. */
+    length: number;
+  }
+  | {
+    /** vertex: no secret in the file, a command that prints a token. */
+    kind: "vertex";
+    /** The Google Cloud project and region, and the token command's program. */
+    project: string;
+    region: string;
+    token_command: string;
+  };
 
-function accounts<A extends { kind: string; value: Secret }>(a: Accounts<A>) {
+type Account = { kind: string; value: Secret } | { kind: "vertex"; vertex: VertexConfig };
+
+function accounts<A extends Account>(a: Accounts<A>) {
   const out: Record<string, DumpedAccount> = {};
-  for (const [name, acc] of a.accounts) out[name] = { kind: acc.kind, length: acc.value.length };
+  for (const [name, acc] of a.accounts) {
+    out[name] = "value" in acc ? { kind: acc.kind, length: acc.value.length } : {
+      kind: "vertex",
+      project: acc.vertex.project,
+      region: acc.vertex.region,
+      token_command: acc.vertex.tokenCommand[0] ?? "",
+    };
+  }
   return { default: a.default ?? null, accounts: out };
 }
 

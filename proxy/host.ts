@@ -11,7 +11,7 @@
 import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
-import { loadCredentials, missingNamespaces } from "./credentials.ts";
+import { type CustomRule, loadCredentials, missingNamespaces } from "./credentials.ts";
 import { loadProxyConfig, type ProxyConfig } from "./host_config.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
 import { ConfigWatch } from "./drift.ts";
@@ -56,7 +56,11 @@ export interface HostProxy {
 /** Starts the proxy from `config.yaml`, `credentials.yaml`, the CA and Incus. */
 export async function startHostProxy(
   paths: HostPaths,
-  opts: { shutdown?: { token: string; onShutdown: () => void } } = {},
+  opts: {
+    shutdown?: { token: string; onShutdown: () => void };
+    /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
+    toolRules?: CustomRule[];
+  } = {},
 ): Promise<HostProxy> {
   const configPath = `${paths.configDir}/config.yaml`;
   const credsPath = `${paths.configDir}/credentials.yaml`;
@@ -84,6 +88,7 @@ export async function startHostProxy(
     }
     const policy = new Policy(creds, {
       domains: config.domains,
+      ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
     const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
@@ -156,6 +161,12 @@ export async function startHostProxy(
         credentials: dumpCredentials(creds),
         instances: (registry.known() ?? []).map((r) => r.name).sort(),
       }),
+      limits: {
+        connectionsPerInstance: config.limits.connections_per_instance,
+        headerTimeoutMs: config.limits.header_timeout,
+        keepAliveMs: config.limits.keepalive_timeout,
+        streamIdleMs: config.limits.stream_idle_timeout,
+      },
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
     });
     cleanup.unshift(() => handle.close());

@@ -1,7 +1,8 @@
 /**
  * The `proxy:` block of `config.yaml` with its defaults: where the proxy listens, which
- * bridges it serves, which extra domains it intercepts. Every `isx proxy` subcommand and
- * `isx build`/`isx branch` read it through {@link loadProxyConfig}, so they agree.
+ * bridges it serves, which extra domains it intercepts, its limits. Every `isx proxy`
+ * subcommand and `isx build`/`isx branch` read it through {@link loadProxyConfig}, so they
+ * agree. A comment-only file (js-yaml 5 refuses it as a document) means the defaults.
  *
  * ```yaml
  * proxy:
@@ -13,6 +14,8 @@
  *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
  *   domains: [registry.npmjs.org]
  *   hosts: { anthropic: [api.anthropic.com] }
+ *   limits: { connections_per_instance: 256, header_timeout: 30s, keepalive_timeout: 2m,
+ *             stream_idle_timeout: 15m }
  * ```
  *
  * @module
@@ -20,7 +23,7 @@
 
 import { load } from "js-yaml";
 import { z } from "zod";
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError, parseDuration } from "../rpc/mod.ts";
 import { isEmptyYaml } from "./credentials.ts";
 
 /** The proxy-only bridge's default name (isx branch --network proxy-only makes it). */
@@ -28,6 +31,23 @@ export const PROXY_ONLY_BRIDGE = "isxproxy0";
 
 /** The default ports (team contract). */
 export const DEFAULT_PORTS = { tls: 443, forward: 3128, health: 18080 } as const;
+
+/** A duration (`30s`, `2m`, or seconds as a number) in milliseconds, at least 1 ms. */
+const Duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  try {
+    const ms = parseDuration(v);
+    if (ms >= 1) return ms;
+  } catch { /* reported below */ }
+  ctx.addIssue({ code: "custom", message: `"${v}" is not a duration like 30s, 2m or 90` });
+  return z.NEVER;
+});
+
+const Limits = z.strictObject({
+  connections_per_instance: z.number().int().min(1).max(65535).default(256),
+  header_timeout: Duration.default(30_000),
+  keepalive_timeout: Duration.default(120_000),
+  stream_idle_timeout: Duration.default(900_000),
+});
 
 const ProxyBlock = z.strictObject({
   bridge: z.string().min(1).default("incusbr0"),
@@ -48,6 +68,7 @@ const ProxyBlock = z.strictObject({
     openai: z.array(z.string().min(1)).optional(),
     github: z.array(z.string().min(1)).optional(),
   }).optional(),
+  limits: Limits.prefault({}),
 });
 
 /** The `proxy:` block with defaults applied. */
@@ -72,6 +93,13 @@ export interface ProxyConfig {
     openai?: string[] | undefined;
     github?: string[] | undefined;
   } | undefined;
+  /** Per-instance connection cap and timeouts (milliseconds once parsed). */
+  limits: {
+    connections_per_instance: number;
+    header_timeout: number;
+    keepalive_timeout: number;
+    stream_idle_timeout: number;
+  };
 }
 
 /** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */

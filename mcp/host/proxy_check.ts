@@ -32,7 +32,34 @@ const Health = z.looseObject({
 });
 
 /** The `/health` body as clients read it (fields of older proxies may be missing). */
-export type ProxyHealth = z.infer<typeof Health>;
+export interface ProxyHealth {
+  /** Program version (absent: a legacy proxy). */
+  version?: string | undefined;
+  /** The build's commit, when known. */
+  gitSha?: string | null | undefined;
+  /** Runtime and version. */
+  runtime?: string | undefined;
+  /** Process id. */
+  pid: number;
+  /** Fingerprint of the CA it signs with. */
+  caFingerprint: string;
+  /** Whether the bridge DNS points at it now. */
+  dnsConfigured?: boolean | undefined;
+  /** Whether it manages the bridge DNS at all. */
+  dnsManaged?: boolean | undefined;
+  /** Whether its config files changed since start. */
+  configDrifted?: boolean | undefined;
+  /** Which ones. */
+  configDriftedFiles?: string[] | undefined;
+  /** What is wrong with the credentials file now. */
+  authError?: string | null | undefined;
+  /** Namespaces with no credential. */
+  missingCredentials?: string[] | undefined;
+  /** Where it runs from. */
+  programDir?: string | null | undefined;
+  /** Its listen addresses. */
+  listen?: { tls?: string | undefined; forward?: string | undefined } | undefined;
+}
 
 /** What a read of `/health` found. */
 export type HealthRead =
@@ -52,7 +79,7 @@ export async function readProxyHealth(url: string): Promise<HealthRead> {
   if (res.status !== 200) return { kind: "foreign", detail: `HTTP ${res.status}` };
   try {
     const r = Health.safeParse(JSON.parse(text));
-    if (r.success) return { kind: "ok", health: r.data };
+    if (r.success) return { kind: "ok", health: r.data as ProxyHealth };
     return { kind: "foreign", detail: "not an isx proxy /health body" };
   } catch {
     return { kind: "foreign", detail: "not JSON" };

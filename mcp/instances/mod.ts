@@ -8,6 +8,7 @@
  * @module
  */
 
+export * from "./accounts.ts";
 export * from "./branch.ts";
 export * from "./ca_trust.ts";
 export * from "./lifecycle.ts";

@@ -19,6 +19,8 @@ import type { Clock } from "./lock.ts";
 import type { ComposeFile, SandboxSpec } from "./spec.ts";
 import { secretFileMode } from "./spec_parts.ts";
 import { ensureGuestDir } from "./guest_dir.ts";
+import { refuseProtected } from "./protected.ts";
+import { checkUnitValues, secretPath } from "./unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {
@@ -37,6 +39,10 @@ export async function gatherSecretValues(
     baseDir: string;
     lookup: (k: string) => string | undefined;
     readTextFile(p: string): Promise<string>;
+    /** Canonical path (a symlink into a protected path is refused too). */
+    realPath?(p: string): Promise<string>;
+    /** Paths no secret file may be or lie under (protected.ts). */
+    protectedPaths?: readonly string[];
   },
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -48,6 +54,10 @@ export async function gatherSecretValues(
     }
     if (def.file !== undefined) {
       const path = posix.resolve(opts.baseDir, def.file);
+      const roots = opts.protectedPaths ?? [];
+      refuseProtected(`secret "${key}": file`, path, roots);
+      const canon = await opts.realPath?.(path).catch(() => undefined);
+      if (canon !== undefined) refuseProtected(`secret "${key}": file`, canon, roots);
       try {
         out[key] = await opts.readTextFile(path);
       } catch (e) {
@@ -73,7 +83,7 @@ export async function gatherSecretValues(
   return out;
 }
 
-/** Writes the service's secret files to `/run/secrets/<target>`; true when any changed. */
+/** Writes the service's secret files to `/run/secrets/<target>` (checked); true when any changed. */
 export async function pushSecretFiles(
   incus: IncusClient,
   name: string,
@@ -85,9 +95,9 @@ export async function pushSecretFiles(
   const owner = /^\d+(:\d+)?$/.test(spec.user ?? "") ? spec.user!.split(":") : ["0", "0"];
   await ensureGuestDir(incus, name, "/run/secrets");
   let changed = false;
+  checkUnitValues(name, spec);
   for (const ref of refs) {
-    const target = ref.target ?? ref.source;
-    const path = target.startsWith("/") ? target : `/run/secrets/${target}`;
+    const path = secretPath(ref.target ?? ref.source);
     const mode = secretFileMode(ref);
     if (typeof mode === "string") throw new IsbError("invalid", `${name}: ${mode}`);
     const value = values[ref.source] ?? "";
@@ -121,6 +131,7 @@ function systemdQuote(s: string): string {
 
 /** The unit text for a service's command. */
 export function unitText(service: string, spec: SandboxSpec): string {
+  checkUnitValues(service, spec);
   const argv = spec.command ?? [];
   const login = spec.exec?.login === true;
   const line = login
@@ -140,7 +151,7 @@ export function unitText(service: string, spec: SandboxSpec): string {
   ];
   if (spec.user) lines.push(`User=${spec.user.split(":")[0]}`);
   if (spec.user?.includes(":")) lines.push(`Group=${spec.user.split(":")[1]}`);
-  if (spec.working_dir) lines.push(`WorkingDirectory=${spec.working_dir}`);
+  if (spec.working_dir) lines.push(`WorkingDirectory=${spec.working_dir.replace(/%/g, "%%")}`);
   lines.push(
     `ExecStart=${line.map(systemdQuote).join(" ")}`,
     "",

@@ -34,7 +34,8 @@ function notPermitted(e: unknown, path: string): unknown {
   return new IsbError(
     "invalid",
     `${path}: isb rpc reads files only under its working directory, the temp directory and ` +
-      "its own state: start isb rpc from the project's directory (or pass paths under it)",
+      "its own state, and never the isx configuration and state or ~/.ssh: start isb rpc " +
+      "from the project's directory (or pass paths under it)",
     { cause: e, data: { path } },
   );
 }

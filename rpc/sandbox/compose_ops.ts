@@ -165,6 +165,8 @@ export async function composeUp(
       baseDir: proj.baseDir,
       lookup: proj.lookup,
       readTextFile: fs.readTextFile,
+      realPath: fs.realPath,
+      protectedPaths: rt.protectedPaths,
     })
     : {};
   const out: { service: string; report: ApplyReport }[] = [];

@@ -123,6 +123,8 @@ export interface EngineOptions {
   fs?: ComposeFs;
   /** Probe for taken TCP ports (searched ports); binding locally when absent. */
   inUse?: (host: string, port: number) => boolean;
+  /** Host paths never read nor mounted (secret files, bind sources): see protected.ts. */
+  protectedPaths?: readonly string[];
 }
 
 /** The engine. */
@@ -245,6 +247,7 @@ export function createEngine(opts: EngineOptions): Engine {
     createTimeoutMs: opts.createTimeoutMs ?? opts.incus.conn.timeouts.createMs,
     lockWaitMs: opts.lockWaitMs ?? LOCK_WAIT_MS,
     inUse: opts.inUse,
+    protectedPaths: opts.protectedPaths ?? [],
     serverInfo: cachedServerInfo(() => (opts.clock ?? SYSTEM_CLOCK).now()),
   };
   const fs = opts.fs ?? DENO_FS;

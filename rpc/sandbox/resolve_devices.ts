@@ -14,6 +14,7 @@ import type { NamedVolumeSpec } from "./spec.ts";
 import { type MountSpec, normalTarget } from "./spec_mounts.ts";
 import { normalizeAddr, type PortSpec, splitAddr } from "./spec_ports.ts";
 import type { HostFacts } from "./resolve_host.ts";
+import { refuseProtected } from "./protected.ts";
 import { pickPool } from "./resolve_host.ts";
 
 /** A desired device: props, and for a searched port how far it may move. */
@@ -81,8 +82,11 @@ export function canonicalBindSource(
     posix.isAbsolute(opts.baseDir) ? opts.baseDir : posix.join("/", opts.baseDir),
     expanded,
   );
+  const roots = host.protectedPaths ?? [];
+  refuseProtected("bind source", abs, roots);
   const canon = host.realPath(abs);
   if (canon === undefined) throw invalid(`bind source ${abs} does not exist`);
+  refuseProtected("bind source", canon, roots); // a symlink into one
   return translateHostPath(canon, host);
 }
 

@@ -36,6 +36,8 @@ export interface HostFacts {
   guestHome?: string | undefined;
   /** Canonical path (symlinks resolved) of an existing path; undefined when it is missing. */
   realPath(path: string): string | undefined;
+  /** Paths no bind source may be or lie under (protected.ts). */
+  protectedPaths?: readonly string[];
 }
 
 /** The pool a request means: a named pool must exist; `auto`/"" picks one. Throws `invalid`. */

@@ -55,6 +55,8 @@ export interface Runtime {
   inUse?: ((host: string, port: number) => boolean) | undefined;
   /** `GET /1.0`, cached for a minute (host facts). */
   serverInfo: (incus: IncusClient) => Promise<ServerInfo>;
+  /** Host paths never read nor mounted (protected.ts). */
+  protectedPaths: readonly string[];
 }
 
 /** Per-call options: the Incus project and the progress sink. */
@@ -91,6 +93,7 @@ export async function resolveSpec(
   p: SpecParams & { baseDir?: string; secretValues?: Record<string, string> },
 ): Promise<Desired> {
   const host = await gatherHostFacts(incus, { env: rt.env, serverInfo: rt.serverInfo });
+  host.protectedPaths = rt.protectedPaths;
   const baseDir = p.baseDir ?? (p.base_dir ? posix.resolve(rt.cwd, p.base_dir) : rt.cwd);
   const desired = resolve(p.spec, {
     host,

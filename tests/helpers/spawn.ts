@@ -1,6 +1,7 @@
 /**
  * Spawns the program (`main.ts`) the way the launchers in `bin/` do: `deno run` with
- * exactly the permission flags of `unionFlags(contextFrom(...))` from cli/permissions.ts,
+ * exactly the permission flags of `launchFlags(contextFrom(...), launchMode(...))` from
+ * cli/permissions.ts,
  * computed for the child's environment, cwd and `--socket`, and `ISX_PROG` naming the
  * program. Process tests drive it through the returned handle: line reader and writer
  * helpers with deadlines, the collected stderr, and disposal that closes stdin, waits and
@@ -10,7 +11,7 @@
  */
 
 import { splitGlobal } from "../../cli/args.ts";
-import { contextFrom, unionFlags } from "../../cli/permissions.ts";
+import { contextFrom, launchFlags, launchMode } from "../../cli/permissions.ts";
 import { lines } from "../../rpc/jsonl.ts";
 
 /** The repository root. */
@@ -22,7 +23,7 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Working directory of the child (default: the test's cwd). */
   cwd?: string;
-  /** The program name (default `isb`). */
+  /** The program name (default: `ISX_PROG` of `env`, else `isb`). */
   prog?: "isb" | "isx";
 }
 
@@ -52,18 +53,24 @@ export interface ProgramHandle extends AsyncDisposable {
 export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
   const env = (k: string) => opts.env?.[k] ?? Deno.env.get(k);
   let socket: string | undefined;
+  let command: string | undefined;
   try {
-    socket = splitGlobal(args, env).global.socket;
+    const parsed = splitGlobal(args, env);
+    socket = parsed.global.socket;
+    command = parsed.command;
   } catch {
     socket = undefined;
   }
-  const flags = unionFlags(contextFrom(env, {
+  const ctx = contextFrom(env, {
     cwd: opts.cwd ?? Deno.cwd(),
     uid: Deno.uid() ?? 0,
     programDir: ROOT,
     execPath: Deno.execPath(),
     ...(socket ? { socket } : {}),
-  }));
+  });
+  // the program name as the child sees it: opts.prog, else ISX_PROG in its env, else isb
+  const prog = opts.prog ?? opts.env?.ISX_PROG ?? "isb";
+  const flags = launchFlags(ctx, launchMode(prog, command));
   return [
     "run",
     "--quiet",
@@ -81,7 +88,7 @@ export function spawnProgram(args: string[], opts: SpawnOptions = {}): ProgramHa
   const argv = programArgs(args, opts);
   const child = new Deno.Command(Deno.execPath(), {
     args: argv,
-    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: opts.prog ?? "isb" },
+    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: opts.prog ?? opts.env?.ISX_PROG ?? "isb" },
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     stdin: "piped",
     stdout: "piped",

@@ -1,0 +1,69 @@
+/**
+ * The agent runner's entry in the guest: `deno run <grants> main.ts --dir D --run N --agent A`.
+ * Everything else comes from the task directory the host wrote (`cwd`, `model`, `brief.md`,
+ * `prompt-<n>.md`), so nothing a client or agent sent travels on a command line. Grants the
+ * host gives it (runnerFlags): read/write of the task directory, read of the agent's config,
+ * run of the one agent binary; no network, no environment reads beyond HOME.
+ *
+ * @module
+ */
+
+import type { AgentName } from "./events.ts";
+import { runAgent, type RunAgentOptions } from "./run.ts";
+import { AGENT_NAMES } from "./table.ts";
+
+const USAGE = "usage: main.ts --dir TASK_DIR --run N --agent claude|codex|pi|opencode";
+
+/** Parses the runner's arguments; TypeError with the usage on anything else. */
+export function parseRunnerArgs(args: string[]): { dir: string; run: number; agent: AgentName } {
+  const v: Record<string, string> = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const [k, val] = [args[i]!, args[i + 1]];
+    if (!["--dir", "--run", "--agent"].includes(k) || val === undefined || k.slice(2) in v) {
+      throw new TypeError(`unexpected argument "${k}": ${USAGE}`);
+    }
+    v[k.slice(2)] = val;
+  }
+  const run = Number(v.run);
+  if (!v.dir?.startsWith("/") || !Number.isInteger(run) || run < 1) {
+    throw new TypeError(`--dir must be absolute and --run a positive integer: ${USAGE}`);
+  }
+  if (!AGENT_NAMES.includes(v.agent as AgentName)) {
+    throw new TypeError(`unknown agent "${v.agent ?? ""}": ${USAGE}`);
+  }
+  return { dir: v.dir, run, agent: v.agent as AgentName };
+}
+
+async function optional(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+}
+
+/** Runs the task's run from its directory; resolves to the exit code. */
+export async function runnerMain(args: string[]): Promise<number> {
+  const { dir, run, agent } = parseRunnerArgs(args);
+  const opts: RunAgentOptions = {
+    dir,
+    run,
+    agent,
+    cwd: (await optional(`${dir}/cwd`))?.trim() || (Deno.env.get("HOME") ?? "/"),
+  };
+  const model = (await optional(`${dir}/model`))?.trim();
+  if (model) opts.model = model;
+  const brief = await optional(`${dir}/brief.md`);
+  if (brief?.trim()) opts.brief = brief;
+  return (await runAgent(opts)).exitCode;
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await runnerMain(Deno.args));
+  } catch (e) {
+    Deno.stderr.writeSync(new TextEncoder().encode(`isx agent runner: ${(e as Error).message}\n`));
+    Deno.exit(2);
+  }
+}
