@@ -106,7 +106,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
-    run: ["gcloud"], // Vertex access tokens (credentials.yaml token_command)
+    // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
+    // table (proxy/guard.ts), written with `nft -f -`
+    run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity|dump|install|uninstall: pid/log files, the
@@ -198,7 +200,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  // writes its config), its own state (audit log, session heartbeats); no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -207,7 +209,6 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
-      "/proc",
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

@@ -11,6 +11,7 @@
 import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
+import { BridgeGuard, nftBinary } from "./guard.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "./credentials.ts";
 import { loadProxyConfig, type ProxyConfig } from "./host_config.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
@@ -91,7 +92,12 @@ export async function startHostProxy(
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
+    const guard = new BridgeGuard(nftBinary());
+    cleanup.unshift(() => guard.close());
+    const registry = new ClientRegistry(incusSource(incus), {
+      now: Date.now,
+      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+    });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
     registry.start().catch(() => {});

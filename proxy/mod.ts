@@ -75,6 +75,7 @@ export {
   type InstanceSource,
 } from "./clients.ts";
 export type { Grant, GrantName } from "./policy.ts";
+export type { GuardEntry } from "./guard.ts";
 export type { HealthInfo, HealthStatus } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
 export {
