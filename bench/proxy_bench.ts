@@ -96,7 +96,14 @@ async function upstreamRole(dir: string): Promise<void> {
 async function proxyRole(dir: string, upstreamPort: string): Promise<void> {
   const ca = JSON.parse(await Deno.readTextFile(`${dir}/ca.json`));
   const signer = await signerFromPem(ca.certPem, ca.keyPem);
-  const me: Caller = { name: "bench", incarnation: "1", view: 1, address: "127.0.0.1", pins: {} };
+  const me: Caller = {
+    name: "bench",
+    incarnation: "1",
+    view: 1,
+    address: "127.0.0.1",
+    pins: {},
+    grant: "all",
+  };
   const everyone: CallerLookup = { identify: () => Promise.resolve(me), known: () => [me] };
   const proxy = await startProxy({
     listen: {

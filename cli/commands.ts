@@ -11,6 +11,7 @@ import { initCommand } from "./init.ts";
 import { buildCommand } from "./build.ts";
 import { INSTANCE_COMMANDS } from "./instances.ts";
 import { proxyCommand } from "./proxy.ts";
+import { mcpCommand } from "./mcp.ts";
 
 /** All commands, in the order `--help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -20,4 +21,5 @@ export const COMMANDS: readonly Command[] = [
   buildCommand,
   ...INSTANCE_COMMANDS,
   proxyCommand,
+  mcpCommand,
 ];

@@ -46,6 +46,7 @@ export const MODES = [
   "build",
   "instances",
   "info",
+  "mcp",
 ] as const;
 /** A mode name. */
 export type Mode = typeof MODES[number];
@@ -97,6 +98,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       c.socket,
       `${c.configDir}/credentials.yaml`,
       `${c.configDir}/config.yaml`,
+      `${c.configDir}/tools`, // tools' proxy: rules (docs/proxy.md)
       `${c.stateDir}/ca`,
       `${c.stateDir}/proxy`,
       `${c.isbStateDir}/egress`,
@@ -104,8 +106,10 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG"],
-    run: [],
-    sys: ["uid", "hostname"],
+    // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
+    // table (proxy/guard.ts), written with `nft -f -`
+    run: ["gcloud", "nft"],
+    sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
   // to start this same program again in proxy mode.
@@ -172,6 +176,24 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket],
     net: true, // the Incus socket (see init)
     env: ["TERM", "NO_COLOR", "COLUMNS"],
+    run: [],
+    sys: ["uid"],
+  }),
+  // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
+  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  mcp: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/mcp.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.stateDir}/mcp`,
+      "/proc",
+    ],
+    write: [c.socket, `${c.stateDir}/mcp`],
+    net: true, // the Incus socket (see init) and the proxy's health port on loopback
+    env: [],
     run: [],
     sys: ["uid"],
   }),

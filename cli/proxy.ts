@@ -27,6 +27,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
 import { activity, getJson, logs, out, type Values } from "./proxy_view.ts";
+import { accountCommand, toolRules } from "./proxy_account.ts";
 
 const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity] [options]
 
@@ -41,6 +42,8 @@ traffic. See docs/proxy.md.
   status         running | not running | stale; exit 0 | 1 | 2 (3 = unknown)
   logs           print the log (-n LINES, -f to follow)
   activity       every instance's counts (table; --json, --plain; --watch)
+  account        which account each instance uses: list | set <inst> NS=NAME | unset
+                 <inst> NS (isx proxy account --help)
 
 Options:
   --json               activity/status as JSON (activity: an array of records)
@@ -102,6 +105,7 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
   const token = newToken();
   const proxy = await startHostProxy({ ...ctx.perm, socket: ctx.global.socket }, {
     shutdown: { token, onShutdown: () => stop() },
+    toolRules: toolRules(ctx),
   });
   await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
@@ -234,8 +238,13 @@ export const proxyCommand: Command = {
   progs: ["isx"],
   summary: "the credential-injecting, counting proxy (run, start, stop, status, logs, activity)",
   help: HELP,
-  mode: (rest) => (sub(rest) === "run" ? "proxy" : "proxy-ctl"),
+  mode: (rest) => {
+    const s = sub(rest);
+    return s === "run" ? "proxy" : s === "account" ? "instances" : "proxy-ctl";
+  },
   async run(rest, ctx) {
+    const at = rest.findIndex((a) => !a.startsWith("-"));
+    if (rest[at] === "account") return await accountCommand(rest.slice(at + 1), ctx);
     const { values, positionals } = parseCommandArgs(rest, {
       json: { type: "boolean" },
       plain: { type: "boolean" },

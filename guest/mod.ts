@@ -18,6 +18,15 @@ export {
   type ResultEvent,
   type RunnerPlace,
 } from "./agents/mod.ts";
+export {
+  CANCEL_SH,
+  FOREGROUND_KILL_SH,
+  FOREGROUND_SH,
+  LAUNCH_SH,
+  LIST_SH,
+  PROBE_SH,
+  STATUS_SH,
+} from "./task_shell.ts";
 export { parseTaskEvents, parseTaskState, type TaskEvent, type TaskRecord } from "./protocol.ts";
 
 /** The runner scripts, embedded in the compiled binary with `--include guest/`. */

@@ -10,3 +10,15 @@
 export * from "./host/mod.ts";
 export * from "./templates/mod.ts";
 export * from "./instances/mod.ts";
+export { type McpServer, serveMcp, type ServeOptions } from "./server/mod.ts";
+export {
+  fileAuditor,
+  type McpConfig,
+  ownSessionId,
+  readMcpConfig,
+  Session,
+  sessionAlive,
+  type SessionDeps,
+} from "./session/mod.ts";
+export { outputSchemas, toolNames } from "./tools/mod.ts";
+export { REFUSAL_CODES, type RefusalCode, RefusalError } from "./errors.ts";

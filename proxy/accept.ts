@@ -1,7 +1,9 @@
 /**
  * The accept loop every proxy listener shares: hand each connection to `handle`, keep
  * serving after a failed accept (a bad handshake must not stop the listener), and on
- * shutdown close the listener and every open connection, then wait for the handlers.
+ * shutdown close the listener and every open connection, then wait for the handlers. A
+ * guest-facing listener has a gate (proxy/limits.ts): a connection it refuses is answered
+ * by `refuse` (or just closed) and never reaches `handle`.
  *
  * @module
  */
@@ -18,11 +20,15 @@ export interface Served {
   shutdown(): Promise<void>;
 }
 
+/** Admits a connection: its release when done, or undefined to refuse it. */
+export type Gate = (conn: Deno.Conn) => Promise<(() => void) | undefined>;
+
 /** Serves `listener`, one `handle` call per connection; `what` names it in logs. */
 export function serveConns(
   listener: Deno.Listener,
   handle: (conn: Deno.Conn) => Promise<void>,
   what: string,
+  opts: { gate?: Gate | undefined; refuse?: (conn: Deno.Conn) => Promise<void> } = {},
 ): Served {
   const conns = new Set<Deno.Conn>();
   const open = new Set<Promise<void>>();
@@ -39,7 +45,7 @@ export function serveConns(
         continue;
       }
       conns.add(conn);
-      const p = handle(conn).finally(() => {
+      const p = gated(conn, handle, opts).finally(() => {
         open.delete(p);
         conns.delete(conn);
       });
@@ -63,4 +69,28 @@ export function serveConns(
       await finished;
     },
   };
+}
+
+async function gated(
+  conn: Deno.Conn,
+  handle: (conn: Deno.Conn) => Promise<void>,
+  opts: { gate?: Gate | undefined; refuse?: (conn: Deno.Conn) => Promise<void> },
+): Promise<void> {
+  const release = opts.gate ? await opts.gate(conn) : () => {};
+  if (release) {
+    try {
+      return await handle(conn);
+    } finally {
+      release();
+    }
+  }
+  try {
+    await opts.refuse?.(conn);
+  } catch {
+    /* the guest went away */
+  } finally {
+    try {
+      conn.close();
+    } catch { /* already closed */ }
+  }
 }

@@ -4,8 +4,8 @@
  * derive from it (§7.F, seed "Telling working from stuck").
  *
  * The wire keeps the original's field names (`in_flight`, epoch-millisecond times, time
- * fields omitted until set) and only appends: `idle_seconds`, the `traffic_*` counters and
- * the top-level `model_usage_providers`. The record renames nothing either; it is what a
+ * fields omitted until set) and only appends: `idle_seconds`, the `traffic_*` counters,
+ * `refused` and the top-level `model_usage_providers`. The record renames nothing either; it is what a
  * script reads: ISO-8601 times with offset, `null` for absent values. Pure: `mcp/` imports
  * this module for the types and the parser.
  *
@@ -53,6 +53,8 @@ export interface ActivityEntry {
   traffic_last_request_at?: number;
   /** End of the last proxied request. */
   traffic_last_response_at?: number;
+  /** Connections refused over the per-instance cap (appended; older proxies lack it). */
+  refused?: number;
 }
 
 /** The whole `/activity` body. */
@@ -103,6 +105,8 @@ export interface ActivityRecord {
   traffic_last_request_at: string | null;
   /** End of the last proxied request. */
   traffic_last_response_at: string | null;
+  /** Connections refused over the per-instance cap. */
+  refused: number;
 }
 
 /** The record's fields in their fixed output order (plain/table columns). */
@@ -126,6 +130,7 @@ export const RECORD_FIELDS: readonly (keyof ActivityRecord)[] = [
   "traffic_websockets_in_flight",
   "traffic_last_request_at",
   "traffic_last_response_at",
+  "refused",
 ];
 
 const count = z.number().int().nonnegative();
@@ -149,6 +154,7 @@ const EntrySchema = z.looseObject({
   traffic_websockets_in_flight: count.default(0),
   traffic_last_request_at: time,
   traffic_last_response_at: time,
+  refused: count.default(0),
 });
 
 const WireSchema = z.looseObject({
@@ -216,6 +222,7 @@ export function toRecord(
     traffic_websockets_in_flight: e?.traffic_websockets_in_flight ?? 0,
     traffic_last_request_at: iso(e?.traffic_last_request_at, o),
     traffic_last_response_at: iso(e?.traffic_last_response_at, o),
+    refused: e?.refused ?? 0,
   };
 }
 

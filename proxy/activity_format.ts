@@ -82,6 +82,7 @@ export function activityTable(records: readonly ActivityRecord[], opts: TableOpt
     "TRAFFIC",
     "UP/DOWN",
     "SINCE",
+    "REFUSED",
   ];
   const rows = records.map((r) => [
     r.instance,
@@ -96,6 +97,7 @@ export function activityTable(records: readonly ActivityRecord[], opts: TableOpt
     (r.traffic_websockets_in_flight ? ` ws ${r.traffic_websockets_in_flight}` : ""),
     `${humanCount(r.traffic_bytes_sent, "B")}/${humanCount(r.traffic_bytes_received, "B")}`,
     humanAgo(r.counting_since, opts.now),
+    String(r.refused),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();

@@ -7,8 +7,9 @@
  * pins. Each listing gets an increasing view number. It is refreshed when Incus reports a
  * lifecycle event, on a slow timer as a safety net, and on demand when an unknown address
  * calls (at most once per `minRefreshMs`, so a fresh instance is known on its first call and
- * a stranger cannot make us list in a loop). An address claimed by two instances belongs to
- * the single running claimant, else nobody. The Incus side is the small
+ * a stranger cannot make us list in a loop). Which instance owns an address, and what it may
+ * be given, is decided in proxy/identity.ts from the NIC configuration Incus holds, never
+ * from what a guest reports about itself. The Incus side is the small
  * {@link InstanceSource} interface; {@link incusSource} adapts the real client to it.
  *
  * @module
@@ -17,25 +18,17 @@
 import { type Instance, type InstanceState, log } from "../rpc/mod.ts";
 import { followEvents } from "./follow.ts";
 import type { CallerRef } from "./counter.ts";
+import {
+  addressMap,
+  type InstanceInfo,
+  instanceInfo,
+  normalizeAddress,
+  type Owner,
+  STAMP,
+} from "./identity.ts";
+import type { Grant } from "./policy.ts";
 
-/** The stamp prefix isx writes on instances (isx-mcp.md §4.2). */
-export const STAMP = "user.incus-spawn.";
-
-/** What the proxy needs to know about one instance. */
-export interface InstanceInfo {
-  /** `name`, or `project/name` outside the default project. */
-  name: string;
-  /** Incus `created_at`: the incarnation counters belong to. */
-  created_at: string;
-  /** Whether the instance runs now. */
-  running: boolean;
-  /** Addresses on any interface but `lo`, normalised. */
-  addresses: string[];
-  /** Hex SHA-256 of the per-start instance secret, when stamped. */
-  secretSha256?: string;
-  /** Account pins per provider namespace (`user.incus-spawn.account.<ns>`). */
-  pins: Record<string, string>;
-}
+export { addressMap, type InstanceInfo, instanceInfo, normalizeAddress, STAMP };
 
 /** Where the registry gets instances from: one listing, and optionally change events. */
 export interface InstanceSource {
@@ -53,6 +46,10 @@ export interface Caller extends CallerRef {
   secretSha256?: string;
   /** Account pins per namespace. */
   pins: Record<string, string>;
+  /** Its template's `accounts:` per namespace. */
+  templateAccounts?: Record<string, string>;
+  /** Which credentials it may be given (none unless identified by its pinned NIC). */
+  grant: Grant;
 }
 
 /** What the servers ask: who is this connection, and whom do you know. */
@@ -63,33 +60,6 @@ export interface CallerLookup {
   known(): CallerRef[] | undefined;
 }
 
-/** `::ffff:10.0.0.1` → `10.0.0.1`; lower case; zone ids dropped. */
-export function normalizeAddress(a: string): string {
-  let s = a.trim().toLowerCase().replace(/^\[|\]$/g, "");
-  const zone = s.indexOf("%");
-  if (zone >= 0) s = s.slice(0, zone);
-  return s.startsWith("::ffff:") && s.includes(".") ? s.slice(7) : s;
-}
-
-/** Address → owner, by the rule: one claimant, or the single running one of several. */
-export function addressMap(instances: readonly InstanceInfo[]): Map<string, InstanceInfo> {
-  const claims = new Map<string, InstanceInfo[]>();
-  for (const i of instances) {
-    for (const a of new Set(i.addresses.map(normalizeAddress))) {
-      const list = claims.get(a) ?? [];
-      list.push(i);
-      claims.set(a, list);
-    }
-  }
-  const out = new Map<string, InstanceInfo>();
-  for (const [a, list] of claims) {
-    const running = list.filter((i) => i.running);
-    const owner = list.length === 1 ? list[0] : running.length === 1 ? running[0] : undefined;
-    if (owner) out.set(a, owner);
-  }
-  return out;
-}
-
 /** Options of {@link ClientRegistry}. */
 export interface RegistryOptions {
   now: () => number;
@@ -97,6 +67,8 @@ export interface RegistryOptions {
   minRefreshMs?: number;
   /** Safety-net refresh period (default 30 s). */
   periodMs?: number;
+  /** Runs on every listing before it names any caller (the bridge guard; must not throw). */
+  onListing?: (list: readonly InstanceInfo[]) => Promise<void>;
 }
 
 /** The address registry, kept fresh from a {@link InstanceSource}. */
@@ -105,8 +77,9 @@ export class ClientRegistry implements CallerLookup {
   readonly #now: () => number;
   readonly #minRefreshMs: number;
   readonly #periodMs: number;
+  readonly #onListing: RegistryOptions["onListing"];
   #view = 0;
-  #byAddress = new Map<string, InstanceInfo>();
+  #byAddress = new Map<string, Owner>();
   #all: InstanceInfo[] | undefined;
   #lastList = -Infinity;
   #pending: Promise<void> | undefined;
@@ -120,6 +93,7 @@ export class ClientRegistry implements CallerLookup {
     this.#now = opts.now;
     this.#minRefreshMs = opts.minRefreshMs ?? 1000;
     this.#periodMs = opts.periodMs ?? 30_000;
+    this.#onListing = opts.onListing;
   }
 
   /** Lists now (joining a listing already in progress). */
@@ -127,6 +101,7 @@ export class ClientRegistry implements CallerLookup {
     this.#pending ??= (async () => {
       try {
         const list = await this.#source.listInstances();
+        await this.#onListing?.(list);
         this.#view++;
         this.#all = list;
         this.#byAddress = addressMap(list);
@@ -166,15 +141,18 @@ export class ClientRegistry implements CallerLookup {
     await this.#loop;
   }
 
-  #caller(i: InstanceInfo, address: string): Caller {
+  #caller({ info: i, byConfig }: Owner, address: string): Caller {
     const c: Caller = {
       name: i.name,
       incarnation: i.created_at,
       view: this.#view,
       address,
       pins: i.pins,
+      // a guest-reported address names the caller for counting, never for credentials
+      grant: byConfig ? i.grant : [],
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
+    if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
     return c;
   }
 
@@ -193,37 +171,6 @@ export class ClientRegistry implements CallerLookup {
   known(): CallerRef[] | undefined {
     return this.#all?.map((i) => ({ name: i.name, incarnation: i.created_at, view: this.#view }));
   }
-}
-
-function addressesOf(state: InstanceState | undefined): string[] {
-  const out: string[] = [];
-  for (const [dev, n] of Object.entries(state?.network ?? {})) {
-    if (dev === "lo") continue;
-    for (const a of n.addresses ?? []) {
-      if (a.scope !== "local") out.push(normalizeAddress(a.address));
-    }
-  }
-  return out;
-}
-
-/** Maps one Incus instance (recursion=2, with `state`) to what the proxy needs. */
-export function instanceInfo(i: Instance & { state?: InstanceState | null }): InstanceInfo {
-  const config = { ...i.config, ...(i.expanded_config ?? {}) };
-  const pins: Record<string, string> = {};
-  for (const [k, v] of Object.entries(config)) {
-    if (k.startsWith(`${STAMP}account.`) && v) pins[k.slice(STAMP.length + 8)] = v;
-  }
-  const project = i.project && i.project !== "default" ? `${i.project}/` : "";
-  const info: InstanceInfo = {
-    name: `${project}${i.name}`,
-    created_at: i.created_at,
-    running: (i.state?.status ?? i.status) === "Running",
-    addresses: addressesOf(i.state ?? undefined),
-    pins,
-  };
-  const sha = config[`${STAMP}instance-secret-sha256`];
-  if (sha) info.secretSha256 = sha.toLowerCase();
-  return info;
 }
 
 /** The two calls of the Incus client the registry uses (`IncusClient` satisfies it). */

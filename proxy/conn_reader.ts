@@ -24,6 +24,8 @@ export class ConnReader {
   #eof = false;
   #filling: Promise<boolean> | undefined;
   #direct = false;
+  /** Called after every read that got bytes (the relay's stall watchdog). */
+  onData: (() => void) | undefined;
 
   /** Creates it with a buffer of `size` bytes (the largest head it can read). */
   constructor(conn: Deno.Conn, size = 64 * 1024) {
@@ -88,6 +90,7 @@ export class ConnReader {
       return false;
     }
     this.#end += n;
+    this.onData?.();
     return true;
   }
 
@@ -105,6 +108,7 @@ export class ConnReader {
     try {
       const n = await this.conn.read(dst);
       if (n === null) this.#eof = true;
+      else this.onData?.();
       return n;
     } catch {
       this.#eof = true;

@@ -68,6 +68,7 @@ interface Counters {
   tWebsockets: number;
   tLastRequest?: number;
   tLastResponse?: number;
+  refused: number;
 }
 
 /** The counters of every instance on the host. */
@@ -108,6 +109,7 @@ export class ActivityCounter {
       tSent: 0,
       tReceived: 0,
       tWebsockets: 0,
+      refused: 0,
     };
   }
 
@@ -162,6 +164,12 @@ export class ActivityCounter {
     };
   }
 
+  /** Counts a connection refused over the per-instance cap. */
+  refused(ref: CallerRef): void {
+    const c = this.#for(ref);
+    if (c) c.refused++;
+  }
+
   /**
    * The `/activity` body. `known` (the registry's current instances) creates counters for
    * each and drops names not in it once idle; `undefined` reports what exists.
@@ -205,5 +213,6 @@ function entry(c: Counters, now: number): ActivityEntry {
   }
   if (c.tLastRequest !== undefined) e.traffic_last_request_at = c.tLastRequest;
   if (c.tLastResponse !== undefined) e.traffic_last_response_at = c.tLastResponse;
+  e.refused = c.refused;
   return e;
 }

@@ -120,3 +120,13 @@ Deno.test("ActivityCounter.traffic keeps a WebSocket in flight while open", () =
   equal(e.traffic_requests, 1);
   ok(e.traffic_last_response_at !== undefined);
 });
+
+Deno.test("ActivityCounter.refused counts per incarnation and reports refused on the wire", () => {
+  const c = new ActivityCounter({ now: () => 1000, providers: ["anthropic"] });
+  const ref = { name: "web", incarnation: "1", view: 1 };
+  c.refused(ref);
+  c.refused(ref);
+  equal(c.snapshot().instances.web!.refused, 2);
+  c.refused({ name: "web", incarnation: "2", view: 2 });
+  equal(c.snapshot().instances.web!.refused, 1, "a new incarnation starts from zero");
+});

@@ -20,6 +20,7 @@
 import { log } from "../rpc/mod.ts";
 import { signerFromPem } from "./ca.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
+import { Handoff } from "./handoff.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { emptyCredentials } from "./credentials.ts";
 import { type EgressEntry, egressLookup, hostPattern } from "./egress.ts";
@@ -166,7 +167,7 @@ export class EgressListeners {
           counter: this.#deps.counter,
           overrides: this.#deps.overrides ?? new Map(),
           egress: { covers: allowed, ops: secrets.ops, secrets: secrets.secrets },
-          handoff: new Map(),
+          handoff: new Handoff(),
         },
       },
     );

@@ -5,10 +5,16 @@
  * A CONNECT to a host the proxy intercepts is not tunnelled blind: it is handed to the
  * intercepting TLS server on loopback (the caller is passed along by the loopback source
  * port), so a tool that ignores `NO_PROXY` still gets credentials injected and counted.
- * Every other target is connected first and refused if it turns out to be the host itself
- * (loopback, link-local, unspecified, or one of the proxy's own addresses), so the forward
- * proxy is never a way into host-only services. Plain HTTP is sent with `Connection: close`
- * (one request per connection keeps the relay a byte pipe). Unknown callers get 403.
+ * Every other target is resolved first (once) and connected to only at an address the guard
+ * allows (proxy/egress_guard.ts `targetAllowed`): a public unicast address that is none of
+ * the host's own and in none of its interfaces' subnets (the Incus bridges, the LAN). So the
+ * forward proxy is never a way into the host, another instance or the host's network, and a
+ * name rebound between check and connect changes nothing (the checked address is what is
+ * connected to). A refused target and one that cannot be reached get the same answer, byte
+ * for byte, so a guest cannot scan the host's ports through it. Plain HTTP is sent with
+ * `Connection: close` (one request per connection keeps the relay a byte pipe). Unknown
+ * callers get 403. Limits (proxy/limits.ts): the request head must arrive within the header
+ * timeout, and a tunnel on which nothing moves for the stream timeout is closed.
  *
  * @module
  */
@@ -16,14 +22,15 @@
 import { log } from "../rpc/mod.ts";
 import { callerOf, type EgressLookup } from "./admit.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
-import { normalizeAddress } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { hostOnly, type Policy } from "./policy.ts";
-import { isLoopback } from "./upstream.ts";
-import { serveConns, type Served } from "./accept.ts";
+import { type Gate, serveConns, type Served } from "./accept.ts";
+import { type Guard, type Resolver, systemResolver, targetAllowed } from "./egress_guard.ts";
+import { cachedHostNets, dialGuarded, type HostNets } from "./egress_dial.ts";
+import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
 
 const HEAD_CAP = 64 * 1024;
-const HEAD_TIMEOUT_MS = 30_000;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -36,23 +43,39 @@ export interface ForwardDeps {
   /** Loopback port of the intercepting TLS server for CONNECTs to intercepted hosts. */
   mitmPort?: number;
   /** Where handed-over callers are recorded (shared with the intercepting server). */
-  handoff: Map<number, Caller>;
+  handoff: Handoff;
   /** Extra addresses that count as the host (the proxy's own listen addresses). */
   hostAddresses: ReadonlySet<string>;
   /** Test hook: allow loopback targets (the fake upstreams live there). */
   allowLoopbackTargets?: boolean;
+  /** Looks up target names (default: the system's DNS servers). */
+  resolve?: Resolver;
+  /** The host's addresses and subnets (default: its interfaces, re-read every 2 s). */
+  hostNets?: () => HostNets;
+  /** Timeouts (default {@link DEFAULT_LIMITS}). */
+  limits?: ProxyLimits;
+  /** Admits each connection (the per-instance cap); refused ones get 503. */
+  gate?: Gate;
+  /** The target guard (default: {@link forwardGuard} of these dependencies). */
+  guard?: Guard;
 }
 
-/** True for targets a guest must not reach through the proxy. */
-export function deniedTarget(
-  address: string,
-  deps: Pick<ForwardDeps, "hostAddresses" | "allowLoopbackTargets">,
-): boolean {
-  const a = normalizeAddress(address);
-  if (isLoopback(a)) return !deps.allowLoopbackTargets;
-  if (deps.hostAddresses.has(a)) return true;
-  return a === "::" || /^0\./.test(a) || /^169\.254\./.test(a) || /^fe[89ab][0-9a-f]:/.test(a) ||
-    /^(22[4-9]|23\d)\./.test(a) || /^ff/.test(a);
+/** The guard for forward-proxy targets of these dependencies. */
+export function forwardGuard(
+  deps: Pick<ForwardDeps, "hostAddresses" | "allowLoopbackTargets" | "resolve" | "hostNets">,
+): Guard {
+  const nets = deps.hostNets ?? cachedHostNets();
+  return {
+    resolve: deps.resolve ?? systemResolver(),
+    allows(ip) {
+      const { own, subnets } = nets();
+      return targetAllowed(ip, {
+        own: new Set([...own, ...deps.hostAddresses]),
+        subnets,
+        ...(deps.allowLoopbackTargets ? { allowLoopback: true } : {}),
+      });
+    },
+  };
 }
 
 async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
@@ -77,22 +100,15 @@ async function readHead(conn: Deno.Conn): Promise<{ head: string; rest: Uint8Arr
   return undefined;
 }
 
-/** Copies both ways, counting, half-closing, and closing both when done. */
+/**
+ * Copies both ways, counting, half-closing, and closing both when done, or when nothing has
+ * moved either way for `idleMs`.
+ */
 export async function pipeConns(
   a: Deno.Conn,
   b: Deno.Conn,
-  count: { ab?: (n: number) => void; ba?: (n: number) => void } = {},
+  count: { ab?: (n: number) => void; ba?: (n: number) => void; idleMs?: number } = {},
 ): Promise<void> {
-  const copy = async (from: Deno.Conn, to: Deno.Conn, on?: (n: number) => void) => {
-    const buf = new Uint8Array(64 * 1024);
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      on?.(n);
-      await writeAll(to, buf.subarray(0, n));
-    }
-    await to.closeWrite().catch(() => {});
-  };
   const close = () => {
     for (const c of [a, b]) {
       try {
@@ -100,8 +116,24 @@ export async function pipeConns(
       } catch { /* already closed */ }
     }
   };
-  await Promise.all([copy(a, b, count.ab), copy(b, a, count.ba)].map((p) => p.catch(close)));
-  close();
+  const dog = count.idleMs ? new Watchdog(count.idleMs, close) : undefined;
+  const copy = async (from: Deno.Conn, to: Deno.Conn, on?: (n: number) => void) => {
+    const buf = new Uint8Array(64 * 1024);
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      dog?.kick();
+      on?.(n);
+      await writeAll(to, buf.subarray(0, n));
+    }
+    await to.closeWrite().catch(() => {});
+  };
+  try {
+    await Promise.all([copy(a, b, count.ab), copy(b, a, count.ba)].map((p) => p.catch(close)));
+  } finally {
+    dog?.stop();
+    close();
+  }
 }
 
 function reply(status: string, note = ""): Uint8Array {
@@ -113,6 +145,11 @@ function reply(status: string, note = ""): Uint8Array {
   );
 }
 
+/** The one answer for a target that is refused or cannot be reached. */
+export function unreachable(host: string, port: number): Uint8Array {
+  return reply("502 Bad Gateway", `cannot connect to ${host}:${port}`);
+}
+
 function splitAuthority(authority: string, defaultPort: number): { host: string; port: number } {
   const host = hostOnly(authority);
   const m = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""));
@@ -122,7 +159,9 @@ function splitAuthority(authority: string, defaultPort: number): { host: string;
 /** Serves one forward-proxy connection to its end. */
 export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise<void> {
   let upstream: Deno.Conn | undefined;
-  const timer = setTimeout(() => conn.close(), HEAD_TIMEOUT_MS);
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  const timer = setTimeout(() => conn.close(), limits.headerTimeoutMs);
+  const guard = deps.guard ?? forwardGuard(deps);
   try {
     const caller = await callerOf({ clients: deps.clients }, conn.remoteAddr as Deno.NetAddr);
     const got = caller ? await readHead(conn) : undefined;
@@ -138,17 +177,22 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
       if (intercepted && port === 443 && deps.mitmPort) {
         upstream = await Deno.connect({ hostname: "127.0.0.1", port: deps.mitmPort });
         const local = (upstream.localAddr as Deno.NetAddr).port;
-        deps.handoff.set(local, caller);
+        deps.handoff.set(deps.mitmPort, local, caller);
         try {
           await writeAll(conn, enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
           if (got.rest.length) await writeAll(upstream, got.rest);
-          await pipeConns(conn, upstream);
+          await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs });
         } finally {
-          deps.handoff.delete(local);
+          deps.handoff.delete(deps.mitmPort, local);
         }
         return;
       }
-      return await tunnel(conn, deps, caller, { host, port, first: got.rest, head: undefined });
+      return await tunnel(conn, { ...deps, guard }, caller, {
+        host,
+        port,
+        first: got.rest,
+        head: undefined,
+      });
     }
     let url: URL;
     try {
@@ -169,7 +213,7 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
       lines.join("\r\n")
     }\r\nconnection: close\r\n\r\n`;
     const port = url.port ? Number(url.port) : 80;
-    return await tunnel(conn, deps, caller, {
+    return await tunnel(conn, { ...deps, guard }, caller, {
       host: hostOnly(url.host),
       port,
       first: got.rest,
@@ -189,7 +233,7 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
 
 async function tunnel(
   conn: Deno.Conn,
-  deps: ForwardDeps,
+  deps: ForwardDeps & { guard: Guard },
   caller: Caller,
   t: { host: string; port: number; first: Uint8Array; head: Uint8Array | undefined },
 ): Promise<void> {
@@ -197,15 +241,14 @@ async function tunnel(
   let upstream: Deno.Conn | undefined;
   try {
     try {
-      upstream = await Deno.connect({ hostname: t.host, port: t.port });
+      upstream = await dialGuarded(t.host, t.port, deps.guard);
     } catch (e) {
-      return await writeAll(
-        conn,
-        reply("502 Bad Gateway", `connect ${t.host}:${t.port}: ${(e as Error).name}`),
-      );
-    }
-    if (deniedTarget((upstream.remoteAddr as Deno.NetAddr).hostname, deps)) {
-      return await writeAll(conn, reply("403 Forbidden", `${t.host} is the host itself`));
+      // Refused or unreachable: one answer, so the guest learns nothing about which.
+      log.debug("proxy: forward target refused or unreachable", {
+        instance: caller.name,
+        error: String((e as Error)?.message ?? e),
+      });
+      return await writeAll(conn, unreachable(t.host, t.port));
     }
     traffic.responded();
     if (t.head) {
@@ -218,7 +261,11 @@ async function tunnel(
       traffic.sent(t.first.length);
       await writeAll(upstream, t.first);
     }
-    await pipeConns(conn, upstream, { ab: (n) => traffic.sent(n), ba: (n) => traffic.received(n) });
+    await pipeConns(conn, upstream, {
+      ab: (n) => traffic.sent(n),
+      ba: (n) => traffic.received(n),
+      idleMs: (deps.limits ?? DEFAULT_LIMITS).streamIdleMs,
+    });
   } finally {
     traffic.end();
     try {
@@ -232,5 +279,10 @@ export type ForwardServer = Served;
 
 /** Accepts forward-proxy connections on `listener`. */
 export function serveForward(listener: Deno.Listener, deps: ForwardDeps): ForwardServer {
-  return serveConns(listener, (conn) => handleForward(conn, deps), "forward listener");
+  const guarded = { ...deps, guard: forwardGuard(deps) };
+  return serveConns(listener, (conn) => handleForward(conn, guarded), "forward listener", {
+    gate: deps.gate,
+    refuse: (conn) =>
+      writeAll(conn, reply("503 Service Unavailable", "too many connections from this instance")),
+  });
 }

@@ -15,6 +15,8 @@
  *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
  *   domains: [registry.npmjs.org]
  *   hosts: { anthropic: [api.anthropic.com] }
+ *   limits: { connections_per_instance: 256, header_timeout: 30s, keepalive_timeout: 2m,
+ *             stream_idle_timeout: 15m }
  * ```
  *
  * @module
@@ -22,10 +24,18 @@
 
 import { load } from "js-yaml";
 import { z } from "zod";
-import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
+import {
+  createIncusClient,
+  type IncusClient,
+  IsbError,
+  isNotFound,
+  log,
+  parseDuration,
+} from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
-import { loadCredentials } from "./credentials.ts";
+import { BridgeGuard, nftBinary } from "./guard.ts";
+import { type CustomRule, loadCredentials } from "./credentials.ts";
 import { applyDns, bridgeGateway } from "./dns.ts";
 import { EgressSecrets } from "./egress.ts";
 import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
@@ -38,6 +48,23 @@ export const PROXY_ONLY_BRIDGE = "isxproxy0";
 
 /** The default ports (team contract). */
 export const DEFAULT_PORTS = { tls: 443, forward: 3128, health: 18080 } as const;
+
+/** A duration (`30s`, `2m`, or seconds as a number) in milliseconds, at least 1 ms. */
+const Duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  try {
+    const ms = parseDuration(v);
+    if (ms >= 1) return ms;
+  } catch { /* reported below */ }
+  ctx.addIssue({ code: "custom", message: `"${v}" is not a duration like 30s, 2m or 90` });
+  return z.NEVER;
+});
+
+const Limits = z.strictObject({
+  connections_per_instance: z.number().int().min(1).max(65535).default(256),
+  header_timeout: Duration.default(30_000),
+  keepalive_timeout: Duration.default(120_000),
+  stream_idle_timeout: Duration.default(900_000),
+});
 
 const ProxyBlock = z.strictObject({
   bridge: z.string().min(1).default("incusbr0"),
@@ -58,6 +85,7 @@ const ProxyBlock = z.strictObject({
     openai: z.array(z.string().min(1)).optional(),
     github: z.array(z.string().min(1)).optional(),
   }).optional(),
+  limits: Limits.prefault({}),
 });
 
 /** The `proxy:` block with defaults applied. */
@@ -82,6 +110,13 @@ export interface ProxyConfig {
     openai?: string[] | undefined;
     github?: string[] | undefined;
   } | undefined;
+  /** Per-instance connection cap and timeouts (milliseconds once parsed). */
+  limits: {
+    connections_per_instance: number;
+    header_timeout: number;
+    keepalive_timeout: number;
+    stream_idle_timeout: number;
+  };
 }
 
 /** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */
@@ -144,7 +179,11 @@ export interface HostProxy {
 /** Starts the proxy from `config.yaml`, `credentials.yaml`, the CA and Incus. */
 export async function startHostProxy(
   paths: HostPaths,
-  opts: { shutdown?: { token: string; onShutdown: () => void } } = {},
+  opts: {
+    shutdown?: { token: string; onShutdown: () => void };
+    /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
+    toolRules?: CustomRule[];
+  } = {},
 ): Promise<HostProxy> {
   const config = await loadProxyConfig(`${paths.configDir}/config.yaml`);
   const creds = await loadCredentials(`${paths.configDir}/credentials.yaml`);
@@ -161,9 +200,15 @@ export async function startHostProxy(
     }
     const policy = new Policy(creds, {
       domains: config.domains,
+      ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
+    const guard = new BridgeGuard(nftBinary());
+    cleanup.unshift(() => guard.close());
+    const registry = new ClientRegistry(incusSource(incus), {
+      now: Date.now,
+      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+    });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
     registry.start().catch(() => {});
@@ -198,6 +243,12 @@ export async function startHostProxy(
       clients: registry,
       egress,
       dnsConfigured,
+      limits: {
+        connectionsPerInstance: config.limits.connections_per_instance,
+        headerTimeoutMs: config.limits.header_timeout,
+        keepAliveMs: config.limits.keepalive_timeout,
+        streamIdleMs: config.limits.stream_idle_timeout,
+      },
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
     });
     cleanup.unshift(() => handle.close());

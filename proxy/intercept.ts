@@ -13,14 +13,14 @@
 
 import { IsbError, log } from "../rpc/mod.ts";
 import type { InterceptDeps } from "./admit.ts";
-import type { Caller } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import { relayConnection, type RelayDeps } from "./relay.ts";
 import { interceptHandler } from "./server.ts";
 import type { Leaf, LeafCache } from "./leaf_cache.ts";
 import { listenTlsSni, resolverOf, sniSupported } from "./sni.ts";
 import type { Resolver } from "./egress_guard.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
-import { serveConns, type Served } from "./accept.ts";
+import { type Gate, serveConns, type Served } from "./accept.ts";
 
 /** A running intercepting server. */
 export interface InterceptServer {
@@ -30,8 +30,16 @@ export interface InterceptServer {
   close(): Promise<void>;
 }
 
-function serveRelay(listener: Deno.Listener, deps: RelayDeps, pool: UpstreamPool): Served {
-  return serveConns(listener, (conn) => relayConnection(conn, deps, pool), "TLS listener");
+function serveRelay(
+  listener: Deno.Listener,
+  deps: RelayDeps,
+  pool: UpstreamPool,
+  gate: Gate | undefined,
+): Served {
+  // A refused guest is closed as soon as Deno hands its connection over (handshake done).
+  return serveConns(listener, (conn) => relayConnection(conn, deps, pool), "TLS listener", {
+    gate,
+  });
 }
 
 function listenTls(
@@ -61,24 +69,29 @@ function listenTls(
   }
 }
 
-/** Starts the relay on every address in `listen` with `leaves`, and its loopback handler. */
+/**
+ * Starts the relay on every address in `listen` with `leaves`, and its loopback handler.
+ * Connections on each listener not marked `internal` pass `gate` first (the per-instance cap).
+ */
 export async function serveIntercept(
-  listen: readonly { hostname: string; port: number }[],
+  listen: readonly { hostname: string; port: number; internal?: boolean }[],
   o: {
     /** Per-name leaves (and the all-names fallback). */
     leaves: LeafCache;
     /** The CA behind `leaves` (for the one-time SNI probe). */
     ca: { certPem: string; issueLeaf(names: readonly string[]): Promise<Leaf> };
-    deps: InterceptDeps & { handoff: Map<number, Caller> };
+    deps: InterceptDeps & { handoff: Handoff };
     upstreamCaCerts?: string[] | undefined;
     /** Connect to upstream host names only at public addresses this resolver gives (egress). */
     publicOnly?: Resolver;
+    /** Admits guest connections (the per-instance cap). */
+    gate?: Gate;
   },
 ): Promise<InterceptServer> {
   // Per-name leaves when the runtime's SNI hook works, else one leaf for all names.
   const certs = (await sniSupported(o.ca)) ? o.leaves : await o.leaves.all();
   const abort = new AbortController();
-  const slow = Deno.serve({
+  const slow: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,
     signal: abort.signal,
@@ -87,7 +100,7 @@ export async function serveIntercept(
       log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
       return new Response("isx-proxy: internal error\n", { status: 500 });
     },
-  }, interceptHandler(o.deps));
+  }, interceptHandler(o.deps, (): number => slow.addr.port));
   const pool = new UpstreamPool({
     ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
     ...(o.publicOnly ? { publicOnly: o.publicOnly } : {}),
@@ -105,7 +118,9 @@ export async function serveIntercept(
     await slow.finished;
   };
   try {
-    for (const at of listen) relays.push(serveRelay(listenTls(at, certs), deps, pool));
+    for (const at of listen) {
+      relays.push(serveRelay(listenTls(at, certs), deps, pool, at.internal ? undefined : o.gate));
+    }
   } catch (e) {
     await close();
     throw e;

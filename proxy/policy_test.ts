@@ -30,8 +30,9 @@ function headersFor(
   path = "/",
   pins: Record<string, string> = {},
   init: HeadersInit = {},
+  template: Record<string, string> = {},
 ) {
-  const r = policy.route({ host, path }, pins);
+  const r = policy.route({ host, path }, { pins, templateAccounts: template, grant: "all" });
   if (r.kind !== "forward") throw new TypeError(r.message);
   const h = new Headers(init);
   applyHeaderOps(h, r.ops);
@@ -49,7 +50,7 @@ Deno.test("Policy.route injects the default Anthropic API key and marks /v1/mess
 Deno.test("Policy.route uses a pinned OAuth account: x-api-key dropped, Bearer added", () => {
   const { h } = headersFor("api.anthropic.com", "/v1/messages", { claude: "work" }, {
     "x-api-key": "sk-ant-placeholder",
-  });
+  }, { claude: "work" });
   equal(h.get("x-api-key"), null);
   equal(h.get("authorization"), "Bearer sk-ant-oat01-WORK");
 });
@@ -61,7 +62,7 @@ Deno.test("Policy.route fails closed for a pin to a missing account", () => {
       : "openai" in pins
       ? "api.openai.com"
       : "api.anthropic.com";
-    const r = policy.route({ host, path: "/v1/messages" }, pins);
+    const r = policy.route({ host, path: "/v1/messages" }, { pins, grant: "all" });
     equal(r.kind, "fail");
     equal(r.kind === "fail" && r.status, 502);
   }
@@ -78,7 +79,7 @@ Deno.test("Policy.route counts only model paths", () => {
     ["github.com", "/v1/messages", undefined],
   ];
   for (const [host, path, model] of cases) {
-    const r = policy.route({ host, path });
+    const r = policy.route({ host, path }, { grant: "all" });
     equal(r.kind === "forward" ? r.model : "fail", model, `${host}${path}`);
   }
 });
@@ -105,7 +106,9 @@ Deno.test("Policy lists domains, DNS names and certificate names", () => {
   ok(policy.certNames().includes("*.github.com"));
   ok(policy.covers("codeload.github.com"));
   ok(!policy.covers("evilgithub.com"));
-  equal(policy.secrets().length, 8);
+  // 8 values, plus the Basic header of the fixed-user rule (bob:PW), scrubbed as one.
+  equal(policy.secrets().length, 9);
+  ok(policy.secrets().some((s) => s.reveal() === btoa("bob:PW")));
 });
 
 Deno.test("matchDomain and hostOnly follow the wildcard and authority rules", () => {
@@ -158,6 +161,44 @@ Deno.test("loadCredentials refuses a file wider than 0600 and reads a missing on
 
 Deno.test("Policy with no accounts relays without credentials", () => {
   const empty = new Policy(parseCredentials(""));
-  const r = empty.route({ host: "api.anthropic.com", path: "/v1/messages" });
+  const r = empty.route({ host: "api.anthropic.com", path: "/v1/messages" }, { grant: "all" });
+  assertEquals(r, { kind: "forward", namespace: "anthropic", model: "anthropic", ops: [] });
+});
+
+Deno.test("Policy.route gives a caller only the namespaces its grant covers", () => {
+  const hosts: [string, string][] = [
+    ["api.anthropic.com", "anthropic"],
+    ["api.openai.com", "openai"],
+    ["api.github.com", "github"],
+    ["github.com", "github"],
+    ["api.example.com", "custom"],
+    ["x.example.com", "custom"],
+  ];
+  const grants: (readonly ("anthropic" | "openai" | "github" | "custom")[])[] = [
+    [],
+    ["github"],
+    ["anthropic", "custom"],
+  ];
+  for (const grant of grants) {
+    for (const [host, name] of hosts) {
+      const r = policy.route({ host, path: "/v1/messages" }, { grant });
+      if (r.kind !== "forward") throw new TypeError(r.message);
+      const h = new Headers({ "x-api-key": "sk-ant-placeholder", authorization: "Bearer ph" });
+      applyHeaderOps(h, r.ops);
+      const injected = r.ops.length > 0;
+      equal(injected, grant.includes(name as never), `${grant.join(",")} on ${host}`);
+      if (!injected) {
+        equal(h.get("x-api-key"), "sk-ant-placeholder");
+        equal(h.get("authorization"), "Bearer ph");
+      }
+    }
+  }
+});
+
+Deno.test("Policy.route with no grant relays even a pin to a missing account", () => {
+  const r = policy.route({ host: "api.anthropic.com", path: "/v1/messages" }, {
+    grant: [],
+    pins: { anthropic: "nope" },
+  });
   assertEquals(r, { kind: "forward", namespace: "anthropic", model: "anthropic", ops: [] });
 });

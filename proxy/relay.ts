@@ -12,7 +12,8 @@
  *
  * What the relay does not speak itself it hands, connection and all, to the `Deno.serve`
  * handler on a loopback port (the caller passed along by source port, as for CONNECT):
- * upgrades (WebSockets), HTTP/1.0, and request targets that are not origin-form. A request
+ * upgrades (WebSockets), HTTP/1.0, request targets that are not origin-form, and model
+ * calls translated for Vertex AI (which need the whole body). A request
  * whose framing is ambiguous gets 400, one whose head is over 64 KiB 431. A call ends
  * exactly once: when its response is delivered, or when either side goes away (a read on
  * the guest's connection watches for that while the response is pending).
@@ -21,7 +22,7 @@
  */
 
 import { log } from "../rpc/mod.ts";
-import type { Caller } from "./clients.ts";
+import type { Handoff } from "./handoff.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { pipeConns } from "./forward.ts";
 import {
@@ -44,6 +45,7 @@ import {
   writeAll,
 } from "./relay_body.ts";
 import { scrubText } from "./rewrite.ts";
+import { hostOnly } from "./policy.ts";
 import { Scrubber } from "./scrub.ts";
 import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
 import type { ModelCall, TrafficCall } from "./counter.ts";
@@ -51,9 +53,8 @@ import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "./usage.ts";
 import { DecodingUsageReader } from "./decode.ts";
 import { bodyPlan, DecodingSink, guestResponseHeaders } from "./relay_decode.ts";
+import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
 
-/** How long a guest connection may wait between requests. */
-const IDLE_MS = 120_000;
 /** How long a refused guest gets to finish sending before its connection closes. */
 const LINGER_MS = 1_000;
 
@@ -64,8 +65,8 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
 export interface RelayDeps extends InterceptDeps {
   /** Loopback port of the plain-HTTP `Deno.serve` handler that takes what the relay won't. */
   slowPort: number;
-  /** Callers of handed-over connections by loopback source port (shared with that handler). */
-  handoff: Map<number, Caller>;
+  /** Callers of handed-over loopback connections (shared with that handler). */
+  handoff: Handoff;
   /** Test and benchmark only: CA certificates trusted for upstream TLS. */
   upstreamCaCerts?: string[];
 }
@@ -101,19 +102,31 @@ class Session {
   readonly #deps: RelayDeps;
   readonly #pool: UpstreamPool;
   readonly #writer = new BodyWriter();
+  readonly #limits: ProxyLimits;
 
   constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool) {
     this.#guest = guest;
     this.#g = new ConnReader(guest);
     this.#deps = deps;
     this.#pool = pool;
+    this.#limits = deps.limits ?? DEFAULT_LIMITS;
+  }
+
+  /** Closes the connection unless `p` settles within `ms`. */
+  #within<T>(ms: number, p: Promise<T>): Promise<T> {
+    const timer = setTimeout(() => this.#close(), ms);
+    return p.finally(() => clearTimeout(timer));
   }
 
   async run(): Promise<void> {
     try {
-      for (;;) {
-        const timer = setTimeout(() => this.#close(), IDLE_MS);
-        const got = await this.#g.head().finally(() => clearTimeout(timer));
+      for (let first = true;; first = false) {
+        // Kept alive: the next request's first byte within the keep-alive timeout, then
+        // its whole head within the header timeout (the first one's from the accept).
+        if (!first && this.#g.buffered === 0) {
+          if (!(await this.#within(this.#limits.keepAliveMs, this.#g.fill()))) return;
+        }
+        const got = await this.#within(this.#limits.headerTimeoutMs, this.#g.head());
         if ("end" in got) return;
         if ("tooLarge" in got) return void (await this.#refuse(431, "request head too large"));
         if (!(await this.#request(got.text))) return;
@@ -165,7 +178,16 @@ class Session {
     if (typeof framing === "string") return await this.#refuse(400, framing);
     const authority = req.headers.get("host");
     if (!authority) return await this.#refuse(400, "missing Host header");
-    const caller = await callerOf(this.#deps, this.#guest.remoteAddr as Deno.NetAddr);
+    // A call to translate for Vertex needs its whole body: the `Deno.serve` handler's job.
+    if (this.#deps.policy.translates(hostOnly(authority), req.target)) {
+      await this.#handOver(text);
+      return false;
+    }
+    const caller = await callerOf(
+      this.#deps,
+      this.#guest.remoteAddr as Deno.NetAddr,
+      (this.#guest.localAddr as Deno.NetAddr).port,
+    );
     const a = await admit(this.#deps, caller, {
       method: req.method,
       authority,
@@ -179,20 +201,24 @@ class Session {
 
   /** Gives the connection to the `Deno.serve` handler, starting with this head. */
   async #handOver(text: string): Promise<void> {
-    const caller = await callerOf(this.#deps, this.#guest.remoteAddr as Deno.NetAddr);
+    const caller = await callerOf(
+      this.#deps,
+      this.#guest.remoteAddr as Deno.NetAddr,
+      (this.#guest.localAddr as Deno.NetAddr).port,
+    );
     if (!caller) return void (await this.#refuse(403, "this address belongs to no instance"));
     const inner = await Deno.connect({ hostname: "127.0.0.1", port: this.#deps.slowPort });
     const local = (inner.localAddr as Deno.NetAddr).port;
-    this.#deps.handoff.set(local, caller);
+    this.#deps.handoff.set(this.#deps.slowPort, local, caller);
     try {
       const first = new Uint8Array(text.length + this.#g.buffered);
       for (let i = 0; i < text.length; i++) first[i] = text.charCodeAt(i);
       first.set(this.#g.view(), text.length);
       this.#g.consume(this.#g.buffered);
       await writeAll(inner, first);
-      await pipeConns(this.#guest, inner);
+      await pipeConns(this.#guest, inner, { idleMs: this.#limits.streamIdleMs });
     } finally {
-      this.#deps.handoff.delete(local);
+      this.#deps.handoff.delete(this.#deps.slowPort, local);
     }
   }
 
@@ -240,10 +266,37 @@ class Session {
     call: Call,
     on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
   ): Promise<boolean> {
+    const up = on.lease();
+    // Nothing moving either way for the stream timeout: the exchange is given up.
+    const dog = new Watchdog(this.#limits.streamIdleMs, () => {
+      on.abort();
+      this.#close();
+    });
+    const kick = () => dog.kick();
+    this.#g.onData = up.reader.onData = kick;
+    try {
+      return await this.#relay(req, framing, a, call, on, up, kick);
+    } finally {
+      dog.stop();
+      // Only our own hooks: a released upstream may already serve another guest.
+      if (this.#g.onData === kick) this.#g.onData = undefined;
+      if (up.reader.onData === kick) up.reader.onData = undefined;
+    }
+  }
+
+  async #relay(
+    req: RequestHead,
+    framing: Framing,
+    a: Extract<Admission, { kind: "relay" }>,
+    call: Call,
+    on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
+    first: Lease,
+    kick: () => void,
+  ): Promise<boolean> {
     const { traffic, origin } = a;
     const end = () => endCall(a, call);
     const abort = on.abort;
-    let up = on.lease();
+    let up = first;
     a.headers.set("host", origin.authority);
     if (framing.kind === "chunked") a.headers.set("transfer-encoding", "chunked");
     const head = requestHeadBytes(req.method, req.target, a.headers);
@@ -269,6 +322,7 @@ class Session {
       abort();
       try {
         up = await on.renew();
+        up.reader.onData = kick;
         await writeAll(up.conn, head);
         res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
       } catch (e) {
@@ -320,6 +374,7 @@ class Session {
     end();
     const reusable = complete && sent === "done" && res.minor === 1 && rf.kind !== "close" &&
       !connectionTokens(res.headers).has("close");
+    if (up.reader.onData === kick) up.reader.onData = undefined;
     if (reusable) this.#pool.release(up);
     else abort();
     return complete && sent === "done" && !guestCloses;

@@ -11,7 +11,7 @@
 
 import { IsbError, VERSION } from "../rpc/mod.ts";
 import type { CaSigner } from "./ca.ts";
-import type { Caller, CallerLookup } from "./clients.ts";
+import type { CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";
 import { serveForward } from "./forward.ts";
 import { healthHandler, type HealthInfo } from "./health.ts";
@@ -21,6 +21,11 @@ import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { LeafCache } from "./leaf_cache.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
+import { VertexTokens } from "./vertex_token.ts";
+import { ConnectionCap, connectionGate, DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
+import type { Resolver } from "./egress_guard.ts";
+import type { HostNets } from "./egress_dial.ts";
+import { Handoff } from "./handoff.ts";
 
 /** Where the proxy listens. */
 export interface ProxyListen {
@@ -64,10 +69,18 @@ export interface StartProxyOptions {
   httpClient?: Deno.HttpClient;
   /** Test and benchmark only: CA certificates the relay trusts for upstream TLS. */
   upstreamCaCerts?: string[];
+  /** Vertex access tokens (default: from each account's command, cached). */
+  vertexTokens?: VertexTokens;
   /** Whether the bridge DNS points at the proxy (reported by `/health`). */
   dnsConfigured?: boolean;
   /** Enables `POST /shutdown` on the ops port for callers presenting this token. */
   shutdown?: { token: string; onShutdown: () => void };
+  /** Per-instance connection cap and timeouts (default {@link DEFAULT_LIMITS}). */
+  limits?: Partial<ProxyLimits>;
+  /** Test only: looks up forward-proxy target names (default: the system's DNS). */
+  resolve?: Resolver;
+  /** Test only: the host's addresses and subnets (default: its interfaces). */
+  hostNets?: () => HostNets;
 }
 
 /** A running proxy. */
@@ -100,7 +113,13 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   const now = opts.now ?? Date.now;
   const overrides = checkOverrides(opts.upstreamOverrides);
   const counter = new ActivityCounter({ now, providers: opts.policy.providers() });
-  const handoff = new Map<number, Caller>();
+  const limits: ProxyLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const gate = connectionGate({
+    clients: opts.clients,
+    counter,
+    cap: new ConnectionCap(limits.connectionsPerInstance),
+  });
+  const handoff = new Handoff();
   const leaves = new LeafCache(opts.ca, {
     accepts: (name) => opts.policy.covers(name),
     allNames: opts.policy.certNames(),
@@ -112,22 +131,22 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
   const interceptDeps = {
+    limits,
     policy: opts.policy,
     clients: opts.clients,
     counter,
     overrides,
     handoff,
+    vertexTokens: opts.vertexTokens ?? new VertexTokens({ now }),
     ...(opts.egress ? { egress: opts.egress } : {}),
     ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
   };
   try {
     // The gateway address, and the loopback twin that CONNECTs to intercepted hosts reach.
-    intercept = await serveIntercept([opts.listen.tls, { hostname: "127.0.0.1", port: 0 }], {
-      leaves,
-      ca: opts.ca,
-      deps: interceptDeps,
-      upstreamCaCerts: opts.upstreamCaCerts,
-    });
+    intercept = await serveIntercept(
+      [opts.listen.tls, { hostname: "127.0.0.1", port: 0, internal: true }],
+      { leaves, ca: opts.ca, deps: interceptDeps, upstreamCaCerts: opts.upstreamCaCerts, gate },
+    );
     const [tlsAddr, mitmAddr] = intercept.addrs as [Deno.NetAddr, Deno.NetAddr];
     const hostAddresses = new Set(
       [opts.listen.tls, opts.listen.forward, ...opts.listen.health].map((l) =>
@@ -172,6 +191,10 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       hostAddresses,
       ...(opts.egress ? { egress: opts.egress } : {}),
       ...(opts.allowLoopbackTargets ? { allowLoopbackTargets: true } : {}),
+      ...(opts.resolve ? { resolve: opts.resolve } : {}),
+      ...(opts.hostNets ? { hostNets: opts.hostNets } : {}),
+      limits,
+      gate,
     };
     forward = serveForward(forwardListener, forwardDeps);
     const fwd = forward;
@@ -208,6 +231,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
             ca: opts.ca,
             deps: interceptDeps,
             upstreamCaCerts: opts.upstreamCaCerts,
+            gate,
           });
         } catch (e) {
           fl.close();

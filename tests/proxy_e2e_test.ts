@@ -46,6 +46,7 @@ const A: Caller = {
   view: 1,
   address: "a",
   pins: {},
+  grant: "all",
 };
 const B: Caller = {
   name: "inst-b",
@@ -53,6 +54,7 @@ const B: Caller = {
   view: 1,
   address: "b",
   pins: {},
+  grant: "all",
 };
 
 interface Env {

@@ -20,8 +20,22 @@ Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", as
   const dir = await Deno.makeTempDir();
   const up = startFakeUpstream();
   const callers = new PortCallers();
-  const sandbox = { name: "sb1", incarnation: "t", view: 1, address: "x", pins: {} };
-  const other = { name: "other", incarnation: "t", view: 1, address: "y", pins: {} };
+  const sandbox = {
+    name: "sb1",
+    incarnation: "t",
+    view: 1,
+    address: "x",
+    pins: {},
+    grant: [] as const,
+  };
+  const other = {
+    name: "other",
+    incarnation: "t",
+    view: 1,
+    address: "y",
+    pins: {},
+    grant: [] as const,
+  };
   const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
   const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
   await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
@@ -99,7 +113,14 @@ Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", as
 Deno.test("proxy refuses an egress host name that resolves to no public address", async () => {
   const dir = await Deno.makeTempDir();
   const callers = new PortCallers();
-  const sandbox = { name: "sb1", incarnation: "t", view: 1, address: "x", pins: {} };
+  const sandbox = {
+    name: "sb1",
+    incarnation: "t",
+    view: 1,
+    address: "x",
+    pins: {},
+    grant: [] as const,
+  };
   const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
   const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
   await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });

@@ -22,7 +22,14 @@ import {
 } from "./fakes/upstream.ts";
 
 const REAL_KEY = "sk-ant-api03-REAL-encoding-0123456789";
-const A: Caller = { name: "enc-a", incarnation: "x", view: 1, address: "a", pins: {} };
+const A: Caller = {
+  name: "enc-a",
+  incarnation: "x",
+  view: 1,
+  address: "a",
+  pins: {},
+  grant: "all",
+};
 const dec = new TextDecoder();
 
 interface Env {

@@ -21,8 +21,8 @@ import {
 } from "./fakes/raw_upstream.ts";
 
 const REAL = "sk-ant-api03-REAL-relay-0123456789";
-const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {} };
-const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {} };
+const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
+const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {}, grant: "all" };
 const HOST = "api.anthropic.com";
 
 interface Env {

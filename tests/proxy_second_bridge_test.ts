@@ -25,6 +25,7 @@ const A: Caller = {
   view: 1,
   address: "a",
   pins: {},
+  grant: "all",
 };
 
 async function forwardGet(port: number, target: string, callers: PortCallers): Promise<string> {

@@ -12,7 +12,7 @@ import { Policy, startProxy } from "../proxy/mod.ts";
 import { startFakeUpstream } from "./fakes/upstream.ts";
 
 const REAL = "sk-proj-REAL-websocket-0123456789";
-const A: Caller = { name: "ws-a", incarnation: "x", view: 1, address: "a", pins: {} };
+const A: Caller = { name: "ws-a", incarnation: "x", view: 1, address: "a", pins: {}, grant: "all" };
 const dec = new TextDecoder();
 
 Deno.test("relayWebSocket scrubs real values from text and binary messages and the close reason", async () => {

@@ -115,3 +115,13 @@ Deno.test("compose.up with a secret file under ~/.ssh or the isx config is inval
     }
   });
 });
+
+Deno.test("isx commands other than rpc start without rpc's read denials", () => {
+  for (const opts of [{ prog: "isx" as const }, { env: { ISX_PROG: "isx" } }]) {
+    for (const cmd of ["build", "init", "proxy", "branch"]) {
+      const args = programArgs([cmd], opts);
+      assert.ok(!args.some((a) => a.startsWith("--deny-read")), `${cmd}: ${args.join(" ")}`);
+    }
+    assert.ok(programArgs(["rpc"], opts).some((a) => a.startsWith("--deny-read=")));
+  }
+});

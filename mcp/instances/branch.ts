@@ -1,21 +1,23 @@
 /**
  * `isx branch <name> --from <template>`: a copy-on-write copy of a built template, started,
  * with an address. One copy request carries everything (stamps, the first secret's hash,
- * network devices, resource limits), so the only calls after it are start, the secret's
- * delivery and the wait for an address, the last two in parallel.
+ * network devices with the NIC's fixed, filtered address (static_ip.ts), resource limits),
+ * so the only calls after it are start, the secret's delivery and the wait for an address,
+ * the last two in parallel.
  *
  * @module
  */
 
 import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
 import { startLong, waitForIpv4 } from "../host/waits.ts";
-import { copyConfig, readStamps, STAMP } from "../host/stamps.ts";
+import { carriedAccountStamps, copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
 import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
 import { retargetGuestProxy } from "./retarget.ts";
 import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
+import { type PinPlan, planPin, startPinned } from "./static_ip.ts";
 
 /** Resource limits of an instance. */
 export type Limits = NonNullable<TemplateDef["limits"]>;
@@ -34,6 +36,8 @@ export interface BranchOptions {
   limits?: Limits;
   /** Extra stamps (prefix-less), e.g. the MCP server's `mcp-*`. */
   stamps?: Record<string, string>;
+  /** Account pins by namespace key (`claude: work`), stamped `account.<ns>`. */
+  accounts?: Record<string, string>;
   /** Wait for an IPv4 address (default: yes unless airgap). */
   waitForAddress?: boolean;
 }
@@ -113,11 +117,23 @@ export async function branchInstance(
     [STAMP.parent]: opts.template,
     [STAMP.workdir]: workdir,
     [STAMP.network]: network,
-    [STAMP.trusted]: ts[STAMP.trusted] ?? "true",
+    // no stamp is no trust: the proxy gives credentials only to trusted instances
+    [STAMP.trusted]: ts[STAMP.trusted] === "true" ? "true" : "false",
     [STAMP.buildId]: ts[STAMP.buildId] ?? "",
+    ...carriedAccountStamps(ts),
+    ...Object.fromEntries(
+      Object.entries(opts.accounts ?? {}).map(([ns, name]) => [STAMP.account + ns, name]),
+    ),
     ...opts.stamps,
   };
   const net = await networkDevices(client, network, opts.proxy);
+  let pin: PinPlan | undefined;
+  if (network !== "airgap") {
+    const base = net.devices.eth0 ?? tpl.expanded_devices?.eth0 ?? tpl.devices.eth0 ?? {};
+    pin = await planPin(client, base, `branch "${opts.name}" from "${opts.template}"`);
+    net.devices.eth0 = pin.nic;
+    stamps[STAMP.staticIp] = pin.address;
+  }
   try {
     await client.createInstance({
       name: opts.name,
@@ -144,7 +160,17 @@ export async function branchInstance(
   try {
     // built on the default bridge: its proxy settings name that gateway, not this one's
     if (net.gateway) await retargetGuestProxy(client, opts.name, net.gateway);
-    await startLong(client, opts.name, `start ${opts.name}`);
+    const start = () => startLong(client, opts.name, `start ${opts.name}`);
+    if (pin) {
+      await startPinned(client, {
+        name: opts.name,
+        device: "eth0",
+        network: pin.network,
+        address: pin.address,
+        stampKey: stampKey(STAMP.staticIp),
+        start,
+      });
+    } else await start();
     [, ip] = await Promise.all([
       deliverSecret(client, opts.name, secret),
       wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),

@@ -18,6 +18,7 @@ import { IsbError } from "../errors.ts";
 import { formatDuration } from "../duration.ts";
 import type { ExecSession, IncusClient } from "../incus/mod.ts";
 import type { ExecControl } from "./exec_registry.ts";
+import { StdinPump } from "./exec_stdin.ts";
 import { loginShell, resolveExecUser } from "./exec_user.ts";
 
 /** The client calls an exec makes. */
@@ -52,6 +53,8 @@ export interface ExecRequest {
   stdin?: ExecStdin;
   /** `TERM` for a tty when env has none (the server's `$TERM`). */
   term?: string;
+  /** Most bytes of buffered output, stdout and stderr together ({@link BUFFER_LIMIT}). */
+  bufferLimit?: number;
 }
 
 /** Where output goes and how the caller learns the exec's lifecycle. */
@@ -78,10 +81,14 @@ export interface ExecOutcome {
 export const STDIN_CHUNK = 64 * 1024;
 /** Most output chunks waiting to be written before the pump waits. */
 export const OUTPUT_WINDOW = 256;
-/** Most stdin chunks waiting to be sent before `exec.write` waits. */
-export const STDIN_WINDOW = 16;
+export { STDIN_WINDOW } from "./exec_stdin.ts";
 /** How long a killed command may take to end before `exec_timeout` is thrown anyway. */
 export const KILL_GRACE_MS = 10_000;
+/**
+ * Most bytes a buffered exec may write (stdout and stderr together): the result is one JSON
+ * line holding it all in base64, so more is killed and refused; streaming has no such limit.
+ */
+export const BUFFER_LIMIT = 32 * 1024 * 1024;
 
 /** Runs a command to its end; a non-zero exit is a result, not an error. */
 export async function runExec(
@@ -128,8 +135,17 @@ async function drive(session: ExecSession, req: ExecRequest, hooks: ExecHooks) {
   };
   const feeding = feed(stdin, req.stdin ?? "null");
   hooks.onStart?.(control);
-  const out = pump(session.stdout, "stdout", hooks);
-  const err = pump(session.stderr, "stderr", hooks);
+  const limit = req.bufferLimit ?? BUFFER_LIMIT;
+  const buffered = { bytes: 0, over: false };
+  const overflow = (n: number) => {
+    buffered.bytes += n;
+    if (buffered.bytes <= limit || buffered.over) return buffered.over;
+    buffered.over = true;
+    session.signal(9).catch(() => {}); // the rest is read and dropped until the exit
+    return true;
+  };
+  const out = pump(session.stdout, "stdout", hooks, overflow);
+  const err = pump(session.stderr, "stderr", hooks, overflow);
   // Whatever ends the exec first (exit, timeout, a failed wait), these must never reject
   // unobserved: an unhandled rejection would take the whole server down.
   for (const p of [feeding, out, err]) p.catch(() => {});
@@ -165,6 +181,14 @@ async function drive(session: ExecSession, req: ExecRequest, hooks: ExecHooks) {
   }
   const [stdout, stderr] = await Promise.all([out, err]);
   await feeding.catch(() => {}); // stdin may fail once the command is gone; that is no error
+  if (buffered.over) {
+    throw new IsbError(
+      "invalid",
+      `exec ${req.argv.join(" ")} wrote more than ${limit / 1024 / 1024} MiB of output, the ` +
+        'limit of a buffered exec (killed): pass "stream": true to receive output as it is ' +
+        "produced",
+    );
+  }
   const exitCode = (outcome as { code: number }).code;
   return hooks.onOutput ? { exitCode } : { exitCode, stdout, stderr };
 }
@@ -180,18 +204,23 @@ async function feed(stdin: StdinPump, mode: ExecStdin): Promise<void> {
   await stdin.send(undefined);
 }
 
-/** Reads one output stream: chunks to `onOutput` (≤256 unwritten), or into one buffer. */
+/**
+ * Reads one output stream: chunks to `onOutput` (≤256 unwritten), or into one buffer until
+ * `overflow` (counting both streams) says the limit is passed; then the rest is dropped.
+ */
 async function pump(
   stream: ReadableStream<Uint8Array>,
   name: "stdout" | "stderr",
   hooks: ExecHooks,
+  overflow: (n: number) => boolean,
 ): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   const unwritten: Promise<void>[] = [];
   for await (const chunk of stream) {
     if (chunk.length === 0) continue;
     if (!hooks.onOutput) {
-      chunks.push(chunk);
+      if (overflow(chunk.length)) chunks.length = 0;
+      else chunks.push(chunk);
       continue;
     }
     const sent = hooks.onOutput(name, chunk);
@@ -207,83 +236,4 @@ function concat(chunks: Uint8Array[]): Uint8Array {
   let at = 0;
   for (const c of chunks) out.set(c, at), at += c.length;
   return out;
-}
-
-/** End of input typed at a terminal (^D): how a tty's stdin ends. */
-const EOT = new Uint8Array([4]);
-
-/**
- * Stdin toward the session, in order: at most {@link STDIN_WINDOW} chunks wait; `undefined`
- * is EOF. A piped stdin accepts `write`/`close` from control calls; otherwise those are
- * `invalid` "stdin is not piped". After EOF, writes are `websocket` "stdin is closed".
- *
- * On a tty, EOF is ^D written to the terminal rather than Incus's end-of-stdin barrier:
- * Incus 6.0 answers the barrier on a pty by tearing the terminal down, which races with the
- * command's output (a command that has not printed yet loses its output). ^D ends input the
- * way a terminal does; ^D twice when the pending line is not empty (one only flushes it).
- */
-class StdinPump {
-  #session: ExecSession;
-  #piped: boolean;
-  #tty: boolean;
-  #lineOpen = false;
-  #closed = false;
-  #queued = 0;
-  #tail: Promise<void> = Promise.resolve();
-  #failure: unknown;
-  #space: (() => void)[] = [];
-
-  constructor(session: ExecSession, piped: boolean, tty: boolean) {
-    this.#session = session;
-    this.#piped = piped;
-    this.#tty = tty;
-  }
-
-  /** `exec.write`. */
-  write(data: Uint8Array): Promise<void> {
-    if (!this.#piped) return Promise.reject(new IsbError("invalid", "stdin is not piped"));
-    if (this.#closed) return Promise.reject(new IsbError("websocket", "stdin is closed"));
-    return this.send(data);
-  }
-
-  /** `exec.close_stdin` (a second close is a no-op). */
-  close(): Promise<void> {
-    if (!this.#piped) return Promise.reject(new IsbError("invalid", "stdin is not piped"));
-    if (this.#closed) return Promise.resolve();
-    return this.send(undefined);
-  }
-
-  /** Queues a chunk (or EOF); resolves once it is queued, waiting while the queue is full. */
-  async send(data: Uint8Array | undefined): Promise<void> {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (data === undefined) this.#closed = true;
-    if (this.#tty && data !== undefined && data.length > 0) {
-      this.#lineOpen = data[data.length - 1] !== 10 && data[data.length - 1] !== 13;
-    }
-    if (this.#tty && data === undefined) {
-      data = this.#lineOpen ? new Uint8Array([4, 4]) : EOT;
-      this.#lineOpen = false;
-      await this.#enqueue(data);
-      return await this.#tail;
-    }
-    await this.#enqueue(data);
-    if (data === undefined) await this.#tail; // EOF is acknowledged once everything is sent
-  }
-
-  async #enqueue(data: Uint8Array | undefined): Promise<void> {
-    while (this.#queued >= STDIN_WINDOW) await new Promise<void>((r) => this.#space.push(r));
-    this.#queued++;
-    this.#tail = this.#tail.then(async () => {
-      try {
-        if (this.#failure === undefined) {
-          await (data === undefined ? this.#session.closeStdin() : this.#session.write(data));
-        }
-      } catch (e) {
-        this.#failure = e instanceof IsbError ? e : new IsbError("websocket", `stdin: ${e}`);
-      } finally {
-        this.#queued--;
-        this.#space.shift()?.();
-      }
-    });
-  }
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { IsbError } from "../errors.ts";
 import { CAT, FakeExecClient, type FakeSession } from "../../tests/fakes/exec_client.ts";
 import type { ExecControl } from "./exec_registry.ts";
-import { OUTPUT_WINDOW, runExec, STDIN_CHUNK } from "./exec.ts";
+import { BUFFER_LIMIT, OUTPUT_WINDOW, runExec, STDIN_CHUNK } from "./exec.ts";
 import { findGroup, findPasswd, loginShell, resolveExecUser } from "./exec_user.ts";
 
 const text = (b: Uint8Array | undefined) => new TextDecoder().decode(b);
@@ -256,4 +256,45 @@ Deno.test("runExec exit code and output arrive even when the program ignores std
   const r = await runExec(c, { name: "web", argv: ["x"], stdin: new Uint8Array(200_000) });
   assert.equal(text(r.stdout), "done");
   void CAT;
+});
+
+Deno.test("runExec kills a buffered exec past the output limit and says how to stream instead", async () => {
+  const c = new FakeExecClient();
+  c.program = (s) => {
+    s.out("0123456789");
+    s.err("abcdef"); // 16 bytes in all: over a 12-byte limit
+    s.out("dropped"); // the command has not noticed the kill yet
+  };
+  await assert.rejects(
+    runExec(c, { name: "web", argv: ["yes"], bufferLimit: 12 }),
+    (e) =>
+      e instanceof IsbError && e.code === "invalid" &&
+      e.message.includes("exec yes wrote more than") &&
+      e.message.includes("the limit of a buffered exec (killed)") &&
+      e.message.includes('pass "stream": true'),
+  );
+  assert.deepEqual(c.sessions[0]!.signals, [9]);
+  assert.ok(c.sessions[0]!.closed);
+});
+
+Deno.test("runExec buffers output up to the limit exactly, and streams past it", async () => {
+  const c = new FakeExecClient();
+  c.program = (s) => {
+    s.out("0123456789");
+    s.err("ab");
+    s.end(0);
+  };
+  const r = await runExec(c, { name: "web", argv: ["x"], bufferLimit: 12 });
+  assert.equal(text(r.stdout) + text(r.stderr), "0123456789ab");
+  const seen: string[] = [];
+  const s = await runExec(c, { name: "web", argv: ["x"], bufferLimit: 4 }, {
+    onOutput: (_, chunk) => void seen.push(text(chunk)),
+  });
+  assert.deepEqual(s, { exitCode: 0 });
+  assert.equal(seen.join(""), "0123456789ab");
+  assert.deepEqual(c.sessions[1]!.signals, []);
+});
+
+Deno.test("BUFFER_LIMIT is 32 MiB", () => {
+  assert.equal(BUFFER_LIMIT, 32 * 1024 * 1024);
 });

@@ -1,11 +1,13 @@
 /**
  * Gate for tests that need a real incusd: they run whenever the socket answers (always in
- * CI, where .ci/run sets up Incus first) and are otherwise ignored with a printed reason.
+ * CI, where .ci/run sets up Incus first and scripts/test.sh sets `CI` as root, so a broken
+ * Incus fails the run) and are otherwise ignored with a printed reason (live_gate.ts).
  *
  * @module
  */
 
 import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import { ciRequiresIncus, liveGate } from "./live_gate.ts";
 
 /** The socket live tests use. */
 export const LIVE_SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
@@ -33,20 +35,20 @@ async function probe(): Promise<string | undefined> {
 
 // A busy incusd can stall for tens of seconds; in CI (where a live Incus is required) the
 // probe is retried for up to two minutes before the live tests count as failed.
-let reason = await probe();
-for (
-  const until = Date.now() + 120_000;
-  reason !== undefined && Deno.env.get("CI") && Date.now() < until;
-) {
-  await new Promise((r) => setTimeout(r, 1000));
-  reason = await probe();
-}
+const reason = await liveGate({
+  probe,
+  ci: ciRequiresIncus(Deno.env.get("CI")),
+  retryMs: 120_000,
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+}).catch((e: Error) => {
+  // deno-lint-ignore no-console
+  console.error(`live Incus tests cannot run: ${e.message} (run scripts/host-setup.sh)`);
+  throw e;
+});
 if (reason !== undefined) {
   // deno-lint-ignore no-console
   console.error(`live Incus tests skipped: ${reason} (run scripts/host-setup.sh)`);
-}
-if (reason !== undefined && Deno.env.get("CI")) {
-  throw new Error(`CI requires a live Incus: ${reason}`);
 }
 
 /** True when the live tests are ignored (no incusd). */

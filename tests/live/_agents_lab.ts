@@ -1,6 +1,7 @@
 /**
- * The bench for the agent runners against real agents: a copy of the `tpl-agents`
- * template, the real proxy (in this process) intercepting two test-only names through the
+ * The bench for the agent runners against real agents: a branch of the `tpl-agents`
+ * template (as `isx branch` makes it: the proxy gives credentials only to pinned, stamped
+ * instances), the real proxy (in this process) intercepting two test-only names through the
  * bridge's DNS and TLS with its own CA, and the scripted model mocks on loopback behind it.
  * The agents are pointed at the test names (Claude by ANTHROPIC_BASE_URL, Pi, opencode and
  * Codex by their config files), hold only the template's placeholders, and the proxy puts
@@ -12,7 +13,7 @@
 
 import { equal } from "node:assert/strict";
 import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
-import { execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
+import { branchInstance, execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
 import { loadCa } from "../../proxy/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
 import { parseCredentials } from "../../proxy/credentials.ts";
@@ -146,11 +147,13 @@ export class AgentsLab implements AsyncDisposable {
       tag: `isx-runners-${this.id}`,
     });
     this.#created = true;
-    await this.incus.createInstance({
+    // a branch as isx makes it: pinned NICs and stamps, or the proxy gives it no credential
+    await branchInstance(this.incus, {
       name: this.name,
-      source: { type: "copy", source: AGENTS_TEMPLATE, instance_only: true },
-      start: true,
-    }, { step: `copy ${AGENTS_TEMPLATE} to ${this.name}` });
+      template: AGENTS_TEMPLATE,
+      proxy: { bridge: BRIDGE },
+      network: "full",
+    });
     await this.#registry.refresh();
     await this.root(
       `update-ca-certificates >/dev/null; mkdir -p ${SCRIPTS}; ` +

@@ -8,7 +8,7 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { loadCa } from "../../proxy/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
@@ -16,6 +16,7 @@ import { parseCredentials } from "../../proxy/credentials.ts";
 import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import { startFakeUpstream, STREAM_USAGE } from "../fakes/upstream.ts";
+import { launchPinned, TRUSTED_STAMPS, until } from "./_pinned.ts";
 
 const REAL = "sk-ant-api03-LIVE-REAL-KEY-0123456789abcdef";
 const BRIDGE = "incusbr0";
@@ -33,28 +34,9 @@ async function sh(incus: IncusClient, name: string, script: string, timeoutMs = 
   return { code: r.exitCode, out: dec.decode(r.stdout), err: dec.decode(r.stderr) };
 }
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new TypeError(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function launch(incus: IncusClient, name: string): Promise<string> {
-  await incus.createInstance({ name, source: { type: "image", alias: LIVE_IMAGE }, start: true }, {
-    step: `launch ${name}`,
-  });
-  return await until(`an IPv4 address on ${name}`, async () => {
-    const st = await incus.getInstanceState(name);
-    return st.network?.eth0?.addresses.find((a) => a.family === "inet")?.address;
-  });
+function launch(incus: IncusClient, name: string): Promise<string> {
+  // a trusted isx instance with a pinned NIC: the only kind the proxy gives the key to
+  return launchPinned(incus, name, { stamps: { ...TRUSTED_STAMPS } });
 }
 
 /** Force-stops and deletes, retrying while a busy incusd refuses. */

@@ -62,6 +62,19 @@ Deno.test({
         assert.equal(text((r.result as { stdout: string }).stdout).split(" ")[0], hex);
       });
 
+      await t.step(
+        "a buffered exec past 32 MiB is killed and refused; streamed it passes",
+        async () => {
+          // `yes` never ends by itself: only the kill at the limit ends it
+          const r = await exec({ argv: ["yes", "0123456789abcdef"] });
+          const err = r.error as { code: string; message: string };
+          assert.equal(err?.code, "invalid", JSON.stringify(r).slice(0, 300));
+          assert.match(err.message, /more than 32 MiB of output.*"stream": true/);
+          const s = await exec({ argv: ["head", "-c", "40000000", "/dev/zero"], stream: true });
+          assert.deepEqual(s.result, { exit_code: 0 });
+        },
+      );
+
       await t.step("the first streamed chunk arrives before the command exits", async () => {
         const s = streaming(rpc, {
           name,

@@ -1,0 +1,134 @@
+/**
+ * `isx mcp`: the MCP server over stdio, for host agents (Claude Code, opencode, any MCP
+ * client) and programs. Wires the session to this host (Incus socket, config, proxy health
+ * port, audit log) and hands stdin/stdout to the protocol layer; SIGTERM ends the session as
+ * end of input does (calls cancelled, instances released, never destroyed).
+ *
+ * @module
+ */
+
+import {
+  fileAuditor,
+  loadDefinitions,
+  ownSessionId,
+  readHostConfig,
+  readMcpConfig,
+  serveMcp,
+  Session,
+  sessionAlive,
+  SLOW_DAEMON_MS,
+} from "../mcp/mod.ts";
+import { loadProxyConfig } from "../proxy/mod.ts";
+import { createIncusClient } from "../rpc/mod.ts";
+import { parseCommandArgs, UsageError } from "./args.ts";
+import type { Command } from "./command.ts";
+
+/** `isx mcp`. */
+export const mcpCommand: Command = {
+  name: "mcp",
+  progs: ["isx"],
+  summary: "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",
+  help: `Usage: isx mcp
+
+Serves the Model Context Protocol on stdin/stdout (one JSON-RPC message per line), for an
+agent on this host or a program of your own. Both MCP eras are answered: clients that
+start with initialize (2024-11-05 … 2025-11-25) and stateless 2026-07-28 clients
+(server/discover, per-request _meta).
+
+Register it with Claude Code:   claude mcp add isx -- isx mcp
+Other clients:                  {"mcpServers": {"isx": {"command": "isx", "args": ["mcp"]}}}
+
+Agents may use only the templates approved in ~/.config/isx/mcp.yaml (or the mcp: block
+of config.yaml), re-read on every call and never written by isx mcp:
+  templates: [tpl-dev]       the only templates agents may use
+  max-instances: 8           per user, across sessions, orphans included
+  max-concurrent-tasks: 8    background commands, per user
+  orphan-grace-hours: 24     how long an orphaned instance lives
+
+The process is the session: it holds what it creates. When input ends (or on SIGTERM)
+it releases its instances as orphans, which a later session can adopt. Every action is
+logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.`,
+  mode: () => "mcp",
+  async run(rest, ctx) {
+    const { positionals } = parseCommandArgs(rest, {});
+    if (positionals.length) throw new UsageError("isx mcp takes no arguments");
+    const { configDir, stateDir, home, cwd } = ctx.perm;
+    const client = createIncusClient({
+      socket: ctx.global.socket,
+      project: ctx.global.project ?? "",
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
+    const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
+    const session = new Session({
+      incus: client,
+      readConfig: () => readMcpConfig(configDir),
+      // never the project-local layer: isx mcp uses only what the user's own layers define
+      definitions: () =>
+        loadDefinitions({ configDir, searchPaths: readHostConfig(configDir, home).searchPaths }),
+      async proxyPlace() {
+        const p = await proxyConfig();
+        return {
+          bridge: p.bridge,
+          proxyOnlyBridge: p.proxy_only_bridge,
+          subnets: p.proxy_only_subnets,
+          ports: { tls: p.ports.tls, forward: p.ports.forward },
+        };
+      },
+      async fetchActivity() {
+        const p = await proxyConfig();
+        try {
+          const res = await fetch(`http://127.0.0.1:${p.ports.health}/activity`, {
+            signal: AbortSignal.timeout(3000),
+          });
+          const text = await res.text();
+          return { status: res.status, body: res.ok ? JSON.parse(text) : text };
+        } catch {
+          return undefined;
+        }
+      },
+      initialized() {
+        try {
+          return Deno.statSync(`${configDir}/config.yaml`).isFile;
+        } catch {
+          return false;
+        }
+      },
+      audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
+      alive: sessionAlive,
+      id: ownSessionId(),
+      owner: String(Deno.uid() ?? 0),
+      pid: Deno.pid,
+      cwd,
+      now: () => Date.now(),
+      sleep: (ms, signal) =>
+        new Promise<void>((resolve, reject) => {
+          if (signal?.aborted) return reject(signal.reason);
+          const t = setTimeout(() => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve();
+          }, ms);
+          const onAbort = () => {
+            clearTimeout(t);
+            reject(signal!.reason);
+          };
+          signal?.addEventListener("abort", onAbort, { once: true });
+        }),
+    });
+    const server = serveMcp({
+      input: Deno.stdin.readable,
+      output: Deno.stdout.writable,
+      session,
+    });
+    const onTerm = () => {
+      server.shutdown().finally(() => Deno.exit(0));
+    };
+    Deno.addSignalListener("SIGTERM", onTerm);
+    try {
+      await server.finished;
+    } finally {
+      Deno.removeSignalListener("SIGTERM", onTerm);
+      client.close();
+    }
+    return 0;
+  },
+};

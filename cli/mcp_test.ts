@@ -1,0 +1,62 @@
+import assert from "node:assert/strict";
+import {
+  contextFrom,
+  enterMode,
+  type Grants,
+  type PermContext,
+  unionGrants,
+} from "./permissions.ts";
+
+const HOME = "/home/tester";
+const CTX: PermContext = contextFrom(
+  (k) => ({ HOME, XDG_RUNTIME_DIR: "" } as Record<string, string>)[k],
+  {
+    cwd: "/srv/project",
+    uid: 1000,
+    programDir: "/opt/isx",
+    execPath: "/usr/bin/deno",
+    socket: "/var/lib/incus/unix.socket",
+  },
+);
+
+function asTestPermissions(g: Grants): Deno.PermissionOptionsObject {
+  return {
+    read: g.read,
+    write: g.write,
+    net: g.net === true ? true : g.net,
+    env: g.env === true ? true : g.env,
+    run: g.run,
+    sys: g.sys as NonNullable<Deno.SysPermissionDescriptor["kind"]>[],
+    ffi: false,
+    import: false,
+  };
+}
+
+Deno.test({
+  name: "enterMode mcp cannot write its config, read credentials or run a host program",
+  permissions: asTestPermissions(unionGrants(CTX)),
+  fn() {
+    enterMode("mcp", CTX);
+    for (const f of ["config.yaml", "mcp.yaml"]) {
+      assert.throws(
+        () => Deno.writeTextFileSync(`${CTX.configDir}/${f}`, "mcp: {templates: [anything]}\n"),
+        Deno.errors.NotCapable,
+      );
+    }
+    assert.throws(
+      () => Deno.readTextFileSync(`${CTX.configDir}/credentials.yaml`),
+      Deno.errors.NotCapable,
+    );
+    assert.throws(() => Deno.readTextFileSync(`${CTX.stateDir}/ca/ca.key`), Deno.errors.NotCapable);
+    for (const prog of ["sh", "incus", "/usr/bin/deno"]) {
+      assert.throws(
+        () => new Deno.Command(prog, { args: ["-c", "true"] }).outputSync(),
+        Deno.errors.NotCapable,
+      );
+    }
+    const q = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state;
+    assert.equal(q({ name: "read", path: `${CTX.configDir}/mcp.yaml` }), "granted");
+    assert.equal(q({ name: "write", path: `${CTX.stateDir}/mcp/mcp.log` }), "granted");
+    assert.equal(q({ name: "read", path: "/proc/1/stat" }), "granted");
+  },
+});

@@ -1,0 +1,193 @@
+/**
+ * The guest half of the task engine, as bash scripts the host runs with one exec each
+ * (`bash -c SCRIPT isx ARG...`, as root): launch a run, read facts for a cheap probe, read a
+ * status with output tails, list task directories for adoption, cancel, and run or kill a
+ * foreground command. Shell and not a Deno program because a poll every 2 s must cost a few
+ * milliseconds (a shell read of the task files, ~4 ms) where a Deno process costs 120+ ms
+ * (shared/reference/measured.md); the guest needs nothing but bash and coreutils.
+ *
+ * Every value from a client travels as an argv element or on stdin, never spliced into a
+ * script: the run script (whose values the host single-quotes) arrives base64-encoded. The
+ * guest's files under `~<user>/.isx-mcp/tasks/<id>/` are the source of truth (spec §3.2).
+ * Reads open a file read-write and check the descriptor is a regular file (a FIFO planted
+ * by the guest's root cannot hang a read); writes go to a temp file then `mv -fT`. The
+ * scripts print facts, not decisions: the state rules are the host's pure
+ * `mcp/tasks/state.ts`, fed facts gathered here in the order the rules need (exit, then
+ * the supervisor, then exit again).
+ *
+ * @module
+ */
+
+/** A bash script from a raw template: `$%{` stands for bash's `${` (JS would interpolate it). */
+function sh(s: TemplateStringsArray): string {
+  return s.raw.join("").replaceAll("$%{", "${");
+}
+
+/** Shared functions: the user's task root, FIFO-safe reads, atomic writes, facts. */
+const PRELUDE = sh`
+u=$1; shift
+h=$(getent passwd -- "$u" | cut -d: -f6)
+[ -n "$h" ] || { echo "isx: no user $u in the instance" >&2; exit 3; }
+root=$h/.isx-mcp/tasks
+# rd FILE [MAX]: a regular file's first MAX bytes; opened read-write so a FIFO never blocks
+rd() { [ -f "$1" ] || return 1; { [ -f /dev/fd/3 ] && head -c "$%{2:-4096}" <&3; } 3<>"$1" 2>/dev/null; }
+# num FILE: the file's digits (at most 12), or nothing
+num() { local v; v=$(rd "$1" 32) || return 1; v=$%{v%$'\n'}; case $v in ''|*[!0-9]*) return 1;; esac; [ $%{#v} -le 12 ] && printf '%s' "$v"; }
+# wr FILE TEXT: written aside, then renamed over FILE
+wr() { local t; t=$(mktemp "$1.XXXXXX") && printf '%s\n' "$2" >"$t" && mv -fT "$t" "$1"; }
+sd() { [ -d /run/systemd/system ]; }
+# markpids ID: processes whose environment carries ISX_MCP_TASK=ID
+markpids() { grep -l -a -z -x -F "ISX_MCP_TASK=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
+mt() { stat -L -c %Y -- "$1" 2>/dev/null || echo -; }
+# facts ID...: one line per task: id run exit unit cancel_age exit_again
+facts() {
+  local id d r x c now=$(date +%s) units=() ids=() runs=() xs=() i ans=()
+  for id in "$@"; do
+    d=$root/$id; r=-; x=-
+    if [ -d "$d" ]; then r=$(num "$d/current") || r=0; else r=missing; fi
+    if [ "$r" != missing ] && [ "$r" != 0 ]; then
+      if [ -f "$d/exit-$r" ]; then x=$(num "$d/exit-$r") || x='?'; fi
+    fi
+    ids+=("$id"); runs+=("$r"); xs+=("$x")
+    if [ "$x" = - ] && [ "$r" != missing ] && [ "$r" != 0 ]; then units+=("isx-task-$id-$r"); fi
+  done
+  if [ $%{#units[@]} -gt 0 ]; then
+    if sd; then
+      mapfile -t ans < <(systemctl is-active -- "$%{units[@]}" 2>/dev/null)
+    else
+      local live; live=" $(grep -h -a -o -z -x -E 'ISX_MCP_TASK=[a-z0-9-]+' /proc/[0-9]*/environ 2>/dev/null | tr '\0' ' ') "
+      for i in "$%{units[@]}"; do i=$%{i#isx-task-}; i=$%{i%-*}
+        case $live in *" ISX_MCP_TASK=$i "*) ans+=(active);; *) ans+=(inactive);; esac; done
+    fi
+  fi
+  local k=0 a ca xa
+  for i in "$%{!ids[@]}"; do
+    id=$%{ids[$i]}; r=$%{runs[$i]}; x=$%{xs[$i]}; a=-; ca=-; xa=-
+    if [ "$x" = - ] && [ "$r" != missing ] && [ "$r" != 0 ]; then
+      a=$%{ans[$k]:-}; k=$((k+1)); case $a in ''|*[!a-z]*) a=-;; esac
+      c=$(num "$root/$id/cancelling-$r") && ca=$((now - c))
+      if [ -f "$root/$id/exit-$r" ]; then xa=$(num "$root/$id/exit-$r") || xa='?'; fi
+    fi
+    printf '%s %s %s %s %s %s\n' "$id" "$r" "$x" "$a" "$ca" "$xa"
+  done
+}
+`;
+
+/** Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT` with the prompt on stdin. */
+export const LAUNCH_SH: string = sh`set -euo pipefail
+` + PRELUDE + sh`
+id=$1 n=$2 kind=$3 key=$4 b64=$5
+g=$(id -g -- "$u")
+d=$root/$id
+install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
+if [ "$n" = 1 ]; then
+  mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
+else
+  [ -d "$d" ] || { echo "isx: task $id has no directory" >&2; exit 4; }
+fi
+cat >"$d/prompt-$n.md"
+printf '%s' "$b64" | base64 -d >"$d/run-$n.sh"
+printf '%s\n' "$kind" >"$d/kind"
+if [ -n "$key" ]; then printf '%s\n' "$key" >"$d/key"; fi
+chown -R -- "$u:$g" "$d"
+q=$(printf %q "$d/run-$n.sh")
+if sd; then
+  systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
+    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+else
+  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
+fi
+wr "$d/current" "$n"
+chown -h -- "$u:$g" "$d/current"
+`;
+
+/** Cheap probe: `isx USER ID...`; prints {@link PRELUDE}'s fact line per task. */
+export const PROBE_SH: string = PRELUDE + sh`
+facts "$@"
+`;
+
+/** Status of one task: `isx USER ID TAILBYTES ERRTAILBYTES`; key=value lines, then tails. */
+export const STATUS_SH: string = PRELUDE + sh`
+id=$1 tb=$2 eb=$3 d=$root/$1
+set -- $(facts "$id")
+echo "facts=$2 $3 $4 $5 $6"
+[ "$2" = missing ] && exit 0
+kind=$(rd "$d/kind" 16) || kind=-; kind=$%{kind%$'\n'}; case $kind in agent|command) ;; *) kind=-;; esac
+echo "kind=$kind"
+echo "started=$(mt "$d/current")"
+if [ "$kind" = agent ]; then o=$d/events-$2.jsonl e=$d/stderr-$2.log; else o=$d/stdout e=$d/stderr; fi
+os=$(stat -L -c %s -- "$o" 2>/dev/null) || os=0; es=$(stat -L -c %s -- "$e" 2>/dev/null) || es=0
+echo "stdout_bytes=$os"; echo "stderr_bytes=$es"
+a=$(mt "$o"); b=$(mt "$e"); [ "$a" = - ] || { [ "$b" != - ] && [ "$b" -gt "$a" ]; } && a=$b
+echo "activity=$a"
+for f in cwd session_id model max-turns key; do v=$(rd "$d/$f" 4096) && echo "$f=$(printf '%s' "$v" | head -n1 | base64 -w0)"; done
+echo ---
+{ [ -f "$o" ] && { [ -f /dev/fd/3 ] && tail -c "$tb" <&3; } 3<>"$o" 2>/dev/null; } | base64 -w0; echo
+echo ---stderr
+{ [ -f "$e" ] && { [ -f /dev/fd/3 ] && tail -c "$eb" <&3; } 3<>"$e" 2>/dev/null; } | base64 -w0; echo
+exit 0
+`;
+
+/** Listing for adoption: `isx USER`; per task: facts line, then `|kind|model|max-turns|key|cwd`. */
+export const LIST_SH: string = PRELUDE + sh`
+[ -d "$root" ] || exit 0
+ids=()
+for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] && ids+=("$n"); done
+[ $%{#ids[@]} -gt 0 ] || exit 0
+mapfile -t lines < <(facts "$%{ids[@]}")
+for l in "$%{lines[@]}"; do
+  id=$%{l%% *}; d=$root/$id; out=""
+  for f in kind model max-turns key cwd; do v=$(rd "$d/$f" 4096) || v=; v=$(printf '%s' "$v" | head -n1 | base64 -w0); out="$out|$v"; done
+  printf '%s %s\n' "$l" "$out"
+done
+`;
+
+/** Cancel tasks in parallel: `isx USER ID...`; TERM, 2 s, KILL, then 143 if no exit. */
+export const CANCEL_SH: string = PRELUDE + sh`
+cancel1() {
+  local id=$1 d=$root/$1 r p i
+  r=$(num "$d/current") || return 0
+  if [ ! -f "$d/exit-$r" ]; then wr "$d/cancelling-$r" "$(date +%s)" || true; fi
+  if sd; then systemctl stop -- "isx-task-$id-$r" >/dev/null 2>&1 || true; fi
+  p=$(markpids "$id"); [ -z "$p" ] || kill -TERM $p 2>/dev/null || true
+  for i in 1 2 3 4 5 6 7 8 9 10; do [ -z "$(markpids "$id")" ] && break; sleep 0.2; done
+  p=$(markpids "$id"); [ -z "$p" ] || kill -KILL $p 2>/dev/null || true
+  if [ ! -f "$d/exit-$r" ]; then wr "$d/exit-$r" 143 || { echo "isx: cannot record the exit of $id" >&2; return 1; }; fi
+  rm -f -- "$d/cancelling-$r"
+}
+pids=()
+for id in "$@"; do cancel1 "$id" & pids+=($!); done
+rc=0; for p in "$%{pids[@]}"; do wait "$p" || rc=1; done
+exit $rc
+`;
+
+/**
+ * Foreground command: `isx USER NAME TIMEOUT B64SCRIPT`. The script runs as USER in a login
+ * shell, in its own session whose leader pid goes to `~/.isx-mcp/run/NAME.pid`.
+ */
+export const FOREGROUND_SH: string = sh`set -uo pipefail
+` + PRELUDE + sh`
+name=$1 t=$2 s=$(printf '%s' "$3" | base64 -d)
+g=$(id -g -- "$u")
+install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$h/.isx-mcp/run" || exit 1
+pf=$h/.isx-mcp/run/$name.pid
+set -- setsid -w bash -c 'printf "%s\n" "$$" >"$0"; exec "$@"' "$pf"
+if [ -n "$t" ]; then set -- "$@" timeout -k 10s "$t"s; fi
+# --session-command: su's -c would start a new session, out of reach of the kill
+"$@" su - "$u" --session-command "$s"
+rc=$?
+rm -f -- "$pf"
+exit $rc
+`;
+
+/** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */
+export const FOREGROUND_KILL_SH: string = PRELUDE + sh`
+pf=$h/.isx-mcp/run/$1.pid
+sid=$(num "$pf") || exit 0
+sidpids() { local f s a p; for f in /proc/[0-9]*/stat; do { IFS= read -r s <"$f"; } 2>/dev/null || continue
+  read -r -a a <<<"$%{s##*) }"; if [ "$%{a[3]:-}" = "$1" ]; then p=$%{f#/proc/}; echo "$%{p%/stat}"; fi; done; }
+p=$(sidpids "$sid"); [ -z "$p" ] || kill -TERM $p 2>/dev/null
+for i in $(seq 15); do [ -z "$(sidpids "$sid")" ] && exit 0; sleep 0.2; done
+p=$(sidpids "$sid"); [ -z "$p" ] || kill -KILL $p 2>/dev/null
+exit 0
+`;

@@ -1,0 +1,195 @@
+/**
+ * A fixed, filtered address on every instance `isx branch` starts (shared/spec/isx-mcp.md
+ * §7.B): the NIC gets `ipv4.address` from its bridge's subnet plus
+ * `security.ipv4_filtering`, `security.ipv6_filtering` and `security.mac_filtering`, so
+ * the bridge drops every frame, IP packet and ARP reply the guest sends with another
+ * address or MAC, root or not, and the proxy can name the caller from the address Incus
+ * holds in the NIC's configuration instead of the addresses the guest reports.
+ *
+ * Why not a lock: Incus itself refuses to start an instance whose static address another
+ * NIC's configuration (running or not, any project) already names ("already defined on
+ * another NIC"), so two branches racing for one address both fail to start and pick again
+ * at random; {@link startPinned} retries that, which needs no host-wide state. The filters
+ * are bridge-family nftables rules without `ct state`, so they load on kernels without
+ * bridge conntrack (checked on this host: docs/decisions.md).
+ *
+ * @module
+ */
+
+import { type Device, type IncusClient, IsbError } from "../../rpc/mod.ts";
+
+/** The NIC keys that make the bridge drop what a guest sends under another identity. */
+export const NIC_FILTERS: Readonly<Record<string, string>> = {
+  "security.ipv4_filtering": "true",
+  "security.ipv6_filtering": "true",
+  "security.mac_filtering": "true",
+};
+
+/** How many addresses a branch tries before giving up (each costs one failed start). */
+export const PIN_ATTEMPTS = 6;
+
+function toInt(ip: string): number | undefined {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(ip);
+  if (!m) return undefined;
+  const parts = m.slice(1).map(Number);
+  if (parts.some((p) => p > 255)) return undefined;
+  return ((parts[0]! << 24) >>> 0) + (parts[1]! << 16) + (parts[2]! << 8) + parts[3]!;
+}
+
+function toIp(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+}
+
+/**
+ * A free address of the bridge subnet `cidr` (its `ipv4.address`, `10.77.0.1/24`): not
+ * the network, broadcast or gateway address, nor in `taken`. Random, so racing branches
+ * rarely pick alike. Pure but for `random`.
+ */
+export function pickAddress(
+  cidr: string,
+  taken: ReadonlySet<string>,
+  random: () => number = Math.random,
+): string {
+  const [gw = "", bits = ""] = cidr.split("/");
+  const gateway = toInt(gw);
+  const prefix = Number(bits);
+  if (gateway === undefined || !/^\d+$/.test(bits) || prefix < 8 || prefix > 30) {
+    throw new IsbError("invalid", `pin an address in "${cidr}": expected an IPv4 A.B.C.D/8..30`);
+  }
+  const size = 2 ** (32 - prefix);
+  const base = gateway - (gateway % size);
+  const free = (n: number) => n !== gateway && !taken.has(toIp(n));
+  const first = base + 1;
+  const count = size - 2;
+  for (let i = 0; i < 32; i++) {
+    const n = first + Math.floor(random() * count);
+    if (free(n)) return toIp(n);
+  }
+  const start = Math.floor(random() * count);
+  for (let i = 0; i < count; i++) {
+    const n = first + ((start + i) % count);
+    if (free(n)) return toIp(n);
+  }
+  throw new IsbError("invalid", `pin an address in "${cidr}": every address is taken`);
+}
+
+/** The NIC `base` with a fixed address and the filters. */
+export function pinnedNic(base: Device, address: string): Device {
+  return { ...base, "ipv4.address": address, ...NIC_FILTERS };
+}
+
+/** True for Incus's refusal to start a NIC whose address another NIC names. */
+export function isAddressConflict(e: unknown): boolean {
+  return e instanceof IsbError && /already defined on another NIC/i.test(e.message);
+}
+
+interface ListedInstance {
+  expanded_devices?: Record<string, Device> | null;
+  devices?: Record<string, Device> | null;
+}
+
+/** Addresses on `network` that are spoken for: NIC configurations (every project) and DHCP leases. */
+export async function takenAddresses(client: IncusClient, network: string): Promise<Set<string>> {
+  const h = client.withProject("default");
+  const [list, leases] = await Promise.all([
+    h.call("GET", "/1.0/instances", { query: { recursion: 1, "all-projects": true } }),
+    h.call("GET", `/1.0/networks/${encodeURIComponent(network)}/leases`, {}),
+  ]);
+  const out = new Set<string>();
+  for (const i of (list.metadata ?? []) as ListedInstance[]) {
+    for (const d of Object.values({ ...i.devices, ...i.expanded_devices })) {
+      if (d.type === "nic" && d.network === network && d["ipv4.address"]) {
+        out.add(d["ipv4.address"]);
+      }
+    }
+  }
+  for (const l of (leases.metadata ?? []) as { address?: string }[]) {
+    if (l.address) out.add(l.address);
+  }
+  return out;
+}
+
+/** The bridge's `ipv4.address` (`10.77.0.1/24`), which a pinned address must lie in. */
+export async function bridgeCidr(client: IncusClient, network: string): Promise<string> {
+  const cidr = (await client.withProject("default").getNetwork(network)).value.config[
+    "ipv4.address"
+  ];
+  if (!cidr || !cidr.includes("/")) {
+    throw new IsbError(
+      "invalid",
+      `pin an address on network "${network}": it has no IPv4 subnet (ipv4.address is "${
+        cidr ?? ""
+      }")`,
+    );
+  }
+  return cidr;
+}
+
+/** What {@link startPinned} needs to move a NIC to another address. */
+export interface PinnedStart {
+  /** The instance. */
+  name: string;
+  /** The NIC device name. */
+  device: string;
+  /** The network the NIC is on. */
+  network: string;
+  /** The address the instance was created with. */
+  address: string;
+  /** The stamp key that records it. */
+  stampKey: string;
+  /** Starts the instance (throws Incus's refusal). */
+  start(): Promise<void>;
+}
+
+/**
+ * Starts an instance created with a pinned NIC; while Incus refuses because another NIC
+ * names the address (a racing branch), moves to another free one and starts again.
+ * Returns the address it started with.
+ */
+export async function startPinned(client: IncusClient, p: PinnedStart): Promise<string> {
+  let address = p.address;
+  for (let attempt = 1;; attempt++) {
+    try {
+      await p.start();
+      return address;
+    } catch (e) {
+      if (!isAddressConflict(e) || attempt >= PIN_ATTEMPTS) throw e;
+    }
+    const cidr = await bridgeCidr(client, p.network);
+    const taken = await takenAddresses(client, p.network);
+    taken.add(address);
+    address = pickAddress(cidr, taken);
+    const next = address;
+    await client.updateInstance(p.name, (i) => {
+      i.devices = { ...i.devices, [p.device]: { ...i.devices[p.device]!, "ipv4.address": next } };
+      i.config = { ...i.config, [p.stampKey]: next };
+    }, { step: `move ${p.name} to address ${next}` });
+  }
+}
+
+/** The pinned NIC a new instance gets, and the address in it. */
+export interface PinPlan {
+  /** The network of the NIC. */
+  network: string;
+  /** The NIC with its address and the filters. */
+  nic: Device;
+  /** The address. */
+  address: string;
+}
+
+/** A pinned copy of `base` (a NIC on a managed network) with a free address of its bridge. */
+export async function planPin(client: IncusClient, base: Device, what: string): Promise<PinPlan> {
+  const network = base.network;
+  if (base.type !== "nic" || !network) {
+    throw new IsbError(
+      "invalid",
+      `${what}: eth0 is not a NIC on a managed network, so isx cannot pin its address: attach it to an Incus bridge`,
+    );
+  }
+  const [cidr, taken] = await Promise.all([
+    bridgeCidr(client, network),
+    takenAddresses(client, network),
+  ]);
+  const address = pickAddress(cidr, taken);
+  return { network, nic: pinnedNic(base, address), address };
+}

@@ -1,0 +1,313 @@
+/**
+ * `isx mcp`'s protocol layer: newline-delimited JSON-RPC 2.0 over the given streams,
+ * answering both MCP eras on one channel (docs/mcp.md, docs/decisions.md "isx mcp: our own
+ * protocol layer"):
+ *
+ * ```
+ * → {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+ *     "capabilities":{"experimental":{"isx/task_changed":{}}},"clientInfo":{"name":"me"}}}
+ * ← {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{…},…}}
+ * → {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_templates",
+ *     "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28", …}}}
+ * ← {"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[…],…}}
+ * ```
+ *
+ * The reader never waits for a tool: each call runs on its own, so `ping` and cancellation
+ * are answered while a slow call works. A cancelled call's answer is never sent. At end of
+ * input (or {@link McpServer.shutdown}, which SIGTERM calls) in-flight calls are cancelled
+ * and given a wind-down, then the session releases what it holds.
+ *
+ * @module
+ */
+
+import { lines } from "../../rpc/mod.ts";
+import type { Session, TaskChange } from "../session/mod.ts";
+import { callTool, ProtocolFault, supportsTasks, toolList } from "../tools/mod.ts";
+import { COORDINATE, INSTRUCTIONS } from "./prompt.ts";
+import { McpTasks } from "./tasks.ts";
+import {
+  capabilities,
+  classify,
+  filterPasses,
+  HANDSHAKE_VERSIONS,
+  type Id,
+  META,
+  metaOf,
+  MODERN_VERSIONS,
+  negotiate,
+  progressToken,
+  requestVersion,
+  RPC,
+  SERVER_INFO,
+  TASK_CHANGED,
+  TASK_FILTER_KEY,
+  type TaskFilter,
+  taskFilter,
+  wantsTaskChanges,
+} from "./wire.ts";
+
+/** Options of {@link serveMcp}. */
+export interface ServeOptions {
+  /** stdin. */
+  input: ReadableStream<Uint8Array>;
+  /** stdout: one JSON message per line, nothing else. */
+  output: WritableStream<Uint8Array>;
+  /** The session (its deps carry the Incus client, config, clock). */
+  session: Session;
+  /** How long cancelled calls get to wind down at the end (default 10 s). */
+  windDownMs?: number;
+  /** Starts the task watcher; called while someone listens; returns its stop. */
+  startWatcher?: () => () => void;
+  /** Runs after the first `initialize` answer (the orphan sweep). */
+  afterInitialize?: () => void;
+}
+
+/** A running server. */
+export interface McpServer {
+  /** Resolves once input ended, calls wound down and the session released its instances. */
+  readonly finished: Promise<void>;
+  /** Ends as end of input does (SIGTERM). */
+  shutdown(): Promise<void>;
+}
+
+/** Serves MCP until input ends. */
+export function serveMcp(o: ServeOptions): McpServer {
+  const s = o.session;
+  const writer = o.output.getWriter();
+  const enc = new TextEncoder();
+  let writing: Promise<void> = Promise.resolve();
+  let outputBroken = false;
+  const send = (msg: Record<string, unknown>): Promise<void> => {
+    const line = enc.encode(JSON.stringify({ jsonrpc: "2.0", ...msg }) + "\n");
+    writing = writing.then(() => outputBroken ? undefined : writer.write(line)).catch(() => {
+      outputBroken = true;
+    });
+    return writing;
+  };
+  const reply = (id: Id, result: unknown, modern: boolean) =>
+    send({ id, result: modern ? { resultType: "complete", ...result as object } : result });
+  // the stateless revision's cacheable results carry a cache hint; ours never change in a run
+  const cacheable = (id: Id, result: Record<string, unknown>, modern: boolean) =>
+    reply(id, modern ? { ...result, ttlMs: 3_600_000, cacheScope: "public" } : result, modern);
+  const fail = (id: Id | null, code: number, message: string, data?: unknown) =>
+    send({ id, error: { code, message, ...(data === undefined ? {} : { data }) } });
+
+  const inflight = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
+  const keyOf = (id: Id) => JSON.stringify(id);
+  let handshakeWantsChanges = false;
+  const subs = new Map<string, { id: Id; filter: TaskFilter }>();
+  let stopWatcher: (() => void) | undefined;
+  const mcpTasks = new McpTasks(s);
+
+  const syncWatcher = () => {
+    const want = handshakeWantsChanges || subs.size > 0;
+    if (want && !stopWatcher && o.startWatcher) stopWatcher = o.startWatcher();
+    if (!want && stopWatcher) {
+      stopWatcher();
+      stopWatcher = undefined;
+    }
+  };
+  const unlisten = s.onChange((c: TaskChange) => {
+    if (handshakeWantsChanges) send({ method: TASK_CHANGED, params: c });
+    for (const sub of subs.values()) {
+      if (filterPasses(sub.filter, c)) {
+        send({ method: TASK_CHANGED, params: { ...c, _meta: { [META.subscriptionId]: sub.id } } });
+      }
+    }
+  });
+
+  function track(id: Id, run: (signal: AbortSignal) => Promise<void>): void {
+    const ctrl = new AbortController();
+    const k = keyOf(id);
+    const done = run(ctrl.signal).finally(() => inflight.delete(k));
+    inflight.set(k, { ctrl, done });
+  }
+
+  function toolCall(id: Id, params: Record<string, unknown>, modern: boolean): void {
+    const token = progressToken(params);
+    let last = 0;
+    let count = 0;
+    if (params.task !== undefined && typeof params.task === "object") {
+      if (supportsTasks(params.name)) {
+        const task = mcpTasks.start(params, modern);
+        reply(id, { task }, modern);
+        return;
+      }
+    }
+    track(id, async (signal) => {
+      const ctx = {
+        session: s,
+        signal,
+        progress(message: string) {
+          if (token === undefined || signal.aborted) return;
+          const now = s.deps.now();
+          if (now - last < 1000) return;
+          last = now;
+          send({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: ++count, message },
+          });
+        },
+      };
+      try {
+        const result = await callTool(params.name, params.arguments, ctx);
+        if (!signal.aborted) await reply(id, result, modern);
+      } catch (e) {
+        if (signal.aborted) return;
+        if (e instanceof ProtocolFault) await fail(id, e.code, e.message);
+        else await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
+      }
+    });
+  }
+
+  function request(id: Id, method: string, params: Record<string, unknown>): void {
+    if (inflight.has(keyOf(id)) || subs.has(keyOf(id))) {
+      fail(
+        id,
+        RPC.invalidRequest,
+        `invalid request: id ${JSON.stringify(id)} is already in flight`,
+      );
+      return;
+    }
+    const version = requestVersion(params);
+    const modern = version !== undefined &&
+      !(HANDSHAKE_VERSIONS as readonly string[]).includes(version);
+    if (modern && !(MODERN_VERSIONS as readonly string[]).includes(version!)) {
+      fail(id, RPC.unsupportedVersion, `unsupported protocol version: ${version}`, {
+        supported: [...MODERN_VERSIONS, ...HANDSHAKE_VERSIONS],
+        requested: version,
+      });
+      return;
+    }
+    const info = metaOf(params)[META.clientInfo] as { name?: unknown } | undefined;
+    if (modern && typeof info?.name === "string") s.clientName = info.name;
+    switch (method) {
+      case "initialize": {
+        const p = params as {
+          protocolVersion?: unknown;
+          capabilities?: unknown;
+          clientInfo?: { name?: unknown };
+        };
+        if (typeof p.clientInfo?.name === "string") s.clientName = p.clientInfo.name;
+        const caps = (typeof p.capabilities === "object" && p.capabilities) || {};
+        reply(id, {
+          protocolVersion: negotiate(p.protocolVersion),
+          capabilities: capabilities(),
+          serverInfo: SERVER_INFO,
+          instructions: INSTRUCTIONS,
+        }, false).then(() => {
+          // started only after the answer is on its way (§9)
+          handshakeWantsChanges = wantsTaskChanges(caps as Record<string, unknown>);
+          syncWatcher();
+          o.afterInitialize?.();
+        });
+        return;
+      }
+      case "server/discover":
+        cacheable(id, {
+          supportedVersions: [...MODERN_VERSIONS, ...HANDSHAKE_VERSIONS],
+          capabilities: capabilities(),
+          serverInfo: SERVER_INFO,
+          instructions: INSTRUCTIONS,
+          _meta: { [META.serverInfo]: SERVER_INFO },
+        }, true);
+        return;
+      case "ping":
+        reply(id, {}, modern);
+        return;
+      case "tools/list":
+        cacheable(id, { tools: toolList() }, modern);
+        return;
+      case "tools/call":
+        toolCall(id, params, modern);
+        return;
+      case "prompts/list":
+        cacheable(id, {
+          prompts: [{
+            name: "coordinate",
+            description: "The loop for coordinating work across isx instances",
+          }],
+        }, modern);
+        return;
+      case "prompts/get":
+        if (params.name !== "coordinate") {
+          fail(id, RPC.invalidParams, `unknown prompt: ${JSON.stringify(params.name)}`);
+          return;
+        }
+        reply(id, {
+          description: "The loop for coordinating work across isx instances",
+          messages: [{ role: "user", content: { type: "text", text: COORDINATE } }],
+        }, modern);
+        return;
+      case "subscriptions/listen": {
+        const filter = taskFilter(params.notifications);
+        const honoured = filter ? { [TASK_FILTER_KEY]: { ...filter } } : {};
+        if (filter) subs.set(keyOf(id), { id, filter });
+        send({
+          method: "notifications/subscriptions/acknowledged",
+          params: { notifications: honoured, _meta: { [META.subscriptionId]: id } },
+        });
+        if (!filter) reply(id, { _meta: { [META.subscriptionId]: id } }, true);
+        syncWatcher();
+        return;
+      }
+      case "tasks/get":
+      case "tasks/result":
+      case "tasks/list":
+      case "tasks/cancel":
+        track(id, async () => {
+          try {
+            await reply(id, await mcpTasks.handle(method, params), modern);
+          } catch (e) {
+            if (e instanceof ProtocolFault) await fail(id, e.code, e.message);
+            else await fail(id, RPC.internal, (e as Error).message);
+          }
+        });
+        return;
+      default:
+        fail(id, RPC.methodNotFound, `method not found: ${method}`);
+    }
+  }
+
+  function notification(method: string, params: Record<string, unknown>): void {
+    if (method !== "notifications/cancelled") return;
+    const rid = params.requestId;
+    if (typeof rid !== "string" && typeof rid !== "number") return;
+    inflight.get(keyOf(rid))?.ctrl.abort(new Error("cancelled by the client"));
+    if (subs.delete(keyOf(rid))) syncWatcher();
+  }
+
+  let ending: Promise<void> | undefined;
+  const end = (): Promise<void> => {
+    ending ??= (async () => {
+      for (const f of inflight.values()) f.ctrl.abort(new Error("the session is ending"));
+      mcpTasks.cancelAll();
+      const all = Promise.all([...inflight.values()].map((f) => f.done.catch(() => {})));
+      await Promise.race([all, s.deps.sleep(o.windDownMs ?? 10_000)]);
+      for (const sub of subs.values()) {
+        await reply(sub.id, { _meta: { [META.subscriptionId]: sub.id } }, true);
+      }
+      subs.clear();
+      syncWatcher();
+      unlisten();
+      await s.release();
+      await writing;
+      await writer.close().catch(() => {});
+    })();
+    return ending;
+  };
+
+  const finished = (async () => {
+    try {
+      for await (const line of lines(o.input)) {
+        if (!line.trim()) continue;
+        const m = classify(line);
+        if (m.kind === "fault") fail(m.id, m.code, m.message);
+        else if (m.kind === "request") request(m.id, m.method, m.params);
+        else if (m.kind === "notification") notification(m.method, m.params);
+      }
+    } catch { /* input broke: same as its end */ }
+    await end();
+  })();
+  return { finished, shutdown: end };
+}

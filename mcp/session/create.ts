@@ -1,0 +1,238 @@
+/**
+ * `create_instance` with its idempotency key (§2.2, §5, seed 000): the key is the
+ * `mcp-idempotency-key` stamp written by the copy request itself, so it lives exactly as
+ * long as the instance and no host ledger can drift from Incus. A repeat finds the instance
+ * under the key among the user's instances (any session): still being made → `busy` (here)
+ * or `not_held` (a live session elsewhere); kept → `refused`; otherwise it is replayed, an
+ * orphan adopted first, and a repeat asking for another template is `invalid_argument`.
+ * The instance is made exactly as `isx branch` makes it ({@link branchInstance}); the limit
+ * is counted before the copy, with creates in flight reserved.
+ *
+ * @module
+ */
+
+import type { Instance } from "../../rpc/mod.ts";
+import { hasCode, isNotFound } from "../../rpc/mod.ts";
+import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { branchDefaults, branchInstance } from "../instances/branch.ts";
+import { destroyIsxInstance } from "../instances/lifecycle.ts";
+import { RefusalError } from "../errors.ts";
+import { MCP_STAMP } from "./holding.ts";
+import type { Held, Session } from "./mod.ts";
+import { randomTag } from "./mod.ts";
+import { approvedTemplate } from "./templates.ts";
+
+/** What create_instance was asked. */
+export interface CreateArgs {
+  /** The template. */
+  template: string;
+  /** Name hint. */
+  name_hint?: string;
+  /** Purpose. */
+  purpose?: string;
+  /** Idempotency key. */
+  idempotency_key?: string;
+}
+
+/** What create_instance answers. */
+export interface Created {
+  instance: string;
+  template: string;
+  purpose?: string;
+  ip?: string;
+  workdir: string;
+  tools: string[];
+  supports_delegate: boolean;
+  replayed?: boolean;
+}
+
+/** The user's isx mcp instances (one listing). */
+export async function userInstances(s: Session): Promise<Instance[]> {
+  const all = await s.incus.listInstances();
+  return all.filter((i) => {
+    const st = readStamps(i.config);
+    return st[STAMP.type] === "instance" && st[MCP_STAMP.owner] === s.deps.owner;
+  });
+}
+
+function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): string | undefined {
+  const net = (i.state?.network ?? {}) as Record<
+    string,
+    { addresses: { family: string; scope: string; address: string }[] }
+  >;
+  for (const [dev, n] of Object.entries(net)) {
+    if (dev === "lo") continue;
+    const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
+    if (a) return a.address;
+  }
+  return undefined;
+}
+
+/** Re-stamps an orphan as held here and registers it (adoption's core). */
+export async function takeOver(s: Session, inst: Instance): Promise<Held> {
+  await s.incus.updateInstance(inst.name, (i) => ({
+    ...i,
+    config: { ...i.config, ...stampConfig(s.holderStamps()) },
+  }), { step: `adopt ${inst.name}` });
+  const back = (await s.incus.getInstance(inst.name)).value;
+  if (readStamps(back.config)[MCP_STAMP.session] !== s.deps.id) {
+    throw new RefusalError("not_held", `another session adopted "${inst.name}" first`);
+  }
+  const st = readStamps(back.config);
+  const held: Held = {
+    name: inst.name,
+    template: st[STAMP.profile] ?? "",
+    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
+    created: back.created_at,
+    state: "ready",
+    kept: false,
+  };
+  s.held.set(inst.name, held);
+  return held;
+}
+
+async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
+  const st = readStamps(inst.config);
+  if (st[STAMP.profile] !== args.template) {
+    throw new RefusalError(
+      "invalid_argument",
+      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from template "${
+        st[STAMP.profile]
+      }", not "${args.template}"; use a new key for a different request`,
+    );
+  }
+  const standing = s.standingOf(inst);
+  if (standing.kind === "kept") {
+    throw new RefusalError(
+      "refused",
+      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which was handed to the user with keep_instance; look it up with list_instances rather than retrying`,
+    );
+  }
+  if (standing.kind === "held_elsewhere") {
+    throw new RefusalError(
+      "not_held",
+      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which another live session (pid ${standing.pid}, client ${standing.client}) holds; use adopt_instance with force to take it`,
+    );
+  }
+  if (standing.kind === "orphan") await takeOver(s, inst);
+  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), args.template);
+  const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
+  const ip = state ? ipOf({ ...inst, state } as never) : undefined;
+  return {
+    instance: inst.name,
+    template: args.template,
+    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
+    ...(ip ? { ip } : {}),
+    workdir: st[STAMP.workdir] || "/home/agentuser",
+    tools: facts.tools,
+    supports_delegate: false,
+    replayed: true,
+  };
+}
+
+/** The instance name for a template and hint (§2.2). */
+export function instanceName(template: string, hint?: string): string {
+  const base = template.replace(/^tpl-/, "");
+  return `mcp-${base}${hint ? `-${hint}` : ""}-${randomTag(5)}`.slice(0, 63);
+}
+
+/** Creates (or replays) an instance. */
+export async function createInstance(s: Session, args: CreateArgs): Promise<Created> {
+  const key = args.idempotency_key;
+  const cfg = s.deps.readConfig();
+  if (key) {
+    if (s.keysInFlight.has(key)) {
+      throw new RefusalError(
+        "busy",
+        `idempotency key "${key}": the first call is still running; retry as is`,
+      );
+    }
+    const found = (await userInstances(s)).filter((i) =>
+      readStamps(i.config)[MCP_STAMP.key] === key
+    )
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+    if (found[0]) return replay(s, found[0], args);
+  }
+  const defs = s.deps.definitions();
+  const facts = approvedTemplate(cfg, defs, args.template);
+  const tpl = await s.incus.getInstance(args.template).catch((e) => {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  });
+  if (!tpl || readStamps(tpl.value.config)[STAMP.type] !== "base") {
+    throw new RefusalError(
+      "wrong_state",
+      `template "${args.template}" is approved but not built; ask the user to run isx build ${args.template}`,
+    );
+  }
+  const mine = (await userInstances(s)).filter((i) => !readStamps(i.config)[MCP_STAMP.kept]);
+  const creating = [...s.held.values()].filter((h) => h.state === "creating").length;
+  if (mine.length + creating >= cfg.maxInstances) {
+    const elsewhere = mine.filter((i) => !s.held.has(i.name)).map((i) => i.name);
+    throw new RefusalError(
+      "limit",
+      `max-instances reached: ${mine.length + creating} of ${cfg.maxInstances} instances exist (${
+        mine.length - elsewhere.length
+      } held here${
+        elsewhere.length ? `, elsewhere: ${elsewhere.join(", ")}` : ""
+      }); destroy one first`,
+    );
+  }
+  const name = instanceName(args.template, args.name_hint);
+  const held: Held = {
+    name,
+    template: args.template,
+    ...(args.purpose ? { purpose: args.purpose } : {}),
+    created: new Date(s.deps.now()).toISOString(),
+    state: "creating",
+    kept: false,
+  };
+  s.held.set(name, held);
+  if (key) s.keysInFlight.add(key);
+  try {
+    const d = branchDefaults(defs, args.template);
+    const r = await branchInstance(s.incus, {
+      name,
+      template: args.template,
+      proxy: await s.deps.proxyPlace(),
+      network: d.network ?? "full",
+      ...(d.limits ? { limits: d.limits } : {}),
+      stamps: {
+        ...s.holderStamps(),
+        [MCP_STAMP.purpose]: args.purpose ?? "",
+        [MCP_STAMP.key]: key ?? "",
+        [MCP_STAMP.kept]: "",
+      },
+    });
+    if (key) {
+      // across sessions: the first instance made under the key answers; a later copy goes
+      const under = (await userInstances(s)).filter((i) =>
+        readStamps(i.config)[MCP_STAMP.key] === key
+      )
+        .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+      if (under[0] && under[0].name !== name) {
+        s.held.delete(name);
+        await destroyIsxInstance(s.incus, name).catch(() => {});
+        return replay(s, under[0], args);
+      }
+    }
+    held.state = "ready";
+    return {
+      instance: name,
+      template: args.template,
+      ...(args.purpose ? { purpose: args.purpose } : {}),
+      ...(r.ip ? { ip: r.ip } : {}),
+      workdir: r.workdir,
+      tools: facts.tools,
+      supports_delegate: false,
+    };
+  } catch (e) {
+    s.held.delete(name);
+    // nothing half-made stays: branchInstance removes a copy that cannot start; a copy
+    // that failed later (the key check) is removed here
+    if (!hasCode(e, "already_exists")) await destroyIsxInstance(s.incus, name).catch(() => {});
+    throw e;
+  } finally {
+    if (key) s.keysInFlight.delete(key);
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Ownership stamps (shared/spec/isx-mcp.md §4.2-4.4): an instance made through isx mcp
+ * belongs to the host user (`mcp-owner`) and is held by one session (`mcp-session`). The
+ * rules that read them are pure; the session applies them to what Incus answers, re-read on
+ * every call, so two servers never trust a stale view of each other.
+ *
+ * @module
+ */
+
+/** The MCP stamps (prefix-less; see mcp/host/stamps.ts). */
+export const MCP_STAMP = {
+  owner: "mcp-owner",
+  session: "mcp-session",
+  client: "mcp-client",
+  clientPid: "mcp-client-pid",
+  cwd: "mcp-cwd",
+  purpose: "mcp-purpose",
+  key: "mcp-idempotency-key",
+  orphaned: "mcp-orphaned",
+  kept: "mcp-kept",
+  dormant: "mcp-dormant",
+  pendingOp: "pending-op",
+} as const;
+
+/** How an instance stands for one session. */
+export type Standing =
+  | { kind: "not_mcp" }
+  | { kind: "other_user" }
+  | { kind: "mine" }
+  | { kind: "held_elsewhere"; session: string; client: string; pid: string; cwd: string }
+  | { kind: "orphan"; since?: string; session: string }
+  | { kind: "kept" };
+
+/** Reads an instance's standing from its stamps (pure). */
+export function standing(
+  s: Record<string, string>,
+  me: { owner: string; session: string },
+  alive: (session: string) => boolean,
+): Standing {
+  if (s["type"] !== "instance" || !s[MCP_STAMP.owner]) return { kind: "not_mcp" };
+  if (s[MCP_STAMP.owner] !== me.owner) return { kind: "other_user" };
+  if (s[MCP_STAMP.kept]) return { kind: "kept" };
+  const holder = s[MCP_STAMP.session] ?? "";
+  if (holder === me.session) return { kind: "mine" };
+  const orphaned = s[MCP_STAMP.orphaned] ?? "";
+  const [since, by] = orphaned.split(" ");
+  // an orphan stamp counts only when it names the current holder (§4.4)
+  if (orphaned && by === holder) return { kind: "orphan", session: holder, since: since! };
+  if (!holder || !alive(holder)) return { kind: "orphan", session: holder };
+  return {
+    kind: "held_elsewhere",
+    session: holder,
+    client: s[MCP_STAMP.client] ?? "",
+    pid: s[MCP_STAMP.clientPid] ?? "",
+    cwd: s[MCP_STAMP.cwd] ?? "",
+  };
+}
+
+/** The stamps a holder writes (creation and adoption), with the orphan mark cleared. */
+export function holderStamps(h: {
+  owner: string;
+  session: string;
+  client: string;
+  pid: number;
+  cwd: string;
+}): Record<string, string> {
+  return {
+    [MCP_STAMP.owner]: h.owner,
+    [MCP_STAMP.session]: h.session,
+    [MCP_STAMP.client]: h.client,
+    [MCP_STAMP.clientPid]: String(h.pid),
+    [MCP_STAMP.cwd]: h.cwd,
+    [MCP_STAMP.orphaned]: "",
+  };
+}
+
+/** The time an orphan was first known as one, or undefined (pure). */
+export function orphanSince(s: Record<string, string>): string | undefined {
+  const [since, by] = (s[MCP_STAMP.orphaned] ?? "").split(" ");
+  return since && by === s[MCP_STAMP.session] ? since : undefined;
+}
+
+/** `purpose`: ≤ 200 characters, one line; stored stripped (§2). */
+export function cleanPurpose(p: string): string | undefined {
+  const t = p.trim();
+  // deno-lint-ignore no-control-regex
+  if (t.length > 200 || /[\x00-\x1f\x7f]/.test(t)) return undefined;
+  return t;
+}

@@ -1,0 +1,13 @@
+/**
+ * Sessions and ownership (shared/spec/isx-mcp.md §4): one `isx mcp` process is one session,
+ * the holder of what it creates or adopts, in both MCP eras. See `session.ts`.
+ *
+ * @module
+ */
+
+export * from "./config.ts";
+export * from "./holding.ts";
+export * from "./audit.ts";
+export * from "./identity.ts";
+export * from "./types.ts";
+export * from "./session.ts";

@@ -1,0 +1,163 @@
+/**
+ * Foreground commands (spec §2.5): one websocket exec runs guest/task_shell.ts's
+ * FOREGROUND_SH, which starts the command as the agent user in a login shell, in its own
+ * session whose leader pid it records, under `timeout` when one is set. Output streams back
+ * as it is written; the host keeps only capped tails and hands complete lines to a progress
+ * callback. Cancelling (the caller's AbortSignal) runs a second exec that kills the whole
+ * session (TERM, 3 s, KILL), repeated while the first exec has not ended (a cancel that
+ * lands before the pid file exists would otherwise miss).
+ *
+ * @module
+ */
+
+import { type Clock, type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { FOREGROUND_KILL_SH, FOREGROUND_SH } from "../../guest/mod.ts";
+import { runGuestScript, SCRIPT_ENV } from "./guest_exec.ts";
+import { foregroundScript, toBase64 } from "./script.ts";
+import {
+  LineSplitter,
+  MAX_OUTPUT_BYTES,
+  MAX_STDIN_BYTES,
+  MIN_OUTPUT_BYTES,
+  TailBuffer,
+} from "./tail.ts";
+
+/** A foreground command (spec §2.5). */
+export interface ForegroundOptions {
+  /** The command, run as `bash -c`. */
+  command: string;
+  /** Variables exported for it. */
+  env?: Record<string, string>;
+  /** Working directory (relative: to home; default home). */
+  cwd?: string;
+  /** Bytes fed to its stdin (at most 1 MiB), then EOF. */
+  stdin?: string;
+  /** Kill it after this many seconds (`timeout --kill-after=10s`); no limit when absent. */
+  timeoutSeconds?: number;
+  /** Tail size of each stream, clamped to 256 B…256 KiB. */
+  outputBytes: number;
+  /** Aborting it kills the command's whole process session in the guest. */
+  signal: AbortSignal;
+  /** Called with each complete output line (stdout and stderr), at most 1000 chars. */
+  onOutputLine?: (line: string) => void;
+}
+
+/** The outcome of a foreground command (spec §2.5 output). */
+export interface ForegroundResult {
+  /** The exit code; 125 = could not `cd`; −1 = isx lost track (it may still run). */
+  exit_code: number;
+  /** Wall time, milliseconds. */
+  duration_ms: number;
+  /** A timeout was set and the exit was 124 or 137. */
+  timed_out: boolean;
+  /** The caller cancelled it. */
+  cancelled: boolean;
+  /** The tail of stdout. */
+  stdout: string;
+  /** The tail of stderr. */
+  stderr: string;
+  /** All of stdout's size. */
+  stdout_bytes: number;
+  /** All of stderr's size. */
+  stderr_bytes: number;
+  /** True when either tail is shorter than its stream. */
+  truncated: boolean;
+}
+
+let counter = 0;
+
+async function pump(
+  stream: ReadableStream<Uint8Array>,
+  tail: TailBuffer,
+  lines: LineSplitter,
+): Promise<void> {
+  try {
+    for await (const chunk of stream) {
+      tail.push(chunk);
+      lines.push(chunk);
+    }
+  } catch { /* the exec ended abruptly: what arrived is kept */ }
+  lines.end();
+}
+
+function validate(o: ForegroundOptions): void {
+  if (o.stdin !== undefined && new TextEncoder().encode(o.stdin).length > MAX_STDIN_BYTES) {
+    throw new IsbError("invalid", `stdin: at most ${MAX_STDIN_BYTES} bytes`);
+  }
+  const t = o.timeoutSeconds;
+  if (t !== undefined && (!Number.isFinite(t) || t <= 0 || t > 1e7)) {
+    throw new IsbError("invalid", "timeout_seconds: must be a number > 0");
+  }
+}
+
+/** Runs a foreground command to its end (or its cancellation). */
+export async function runForeground(
+  deps: { incus: IncusClient; clock: Clock; user: string },
+  instance: string,
+  o: ForegroundOptions,
+): Promise<ForegroundResult> {
+  validate(o);
+  const cap = Math.min(MAX_OUTPUT_BYTES, Math.max(MIN_OUTPUT_BYTES, Math.floor(o.outputBytes)));
+  const body = toBase64(foregroundScript(o));
+  const name = `exec-${Deno.pid}-${++counter}`;
+  const t = o.timeoutSeconds === undefined ? "" : String(o.timeoutSeconds);
+  const started = deps.clock.now();
+  const out = new TailBuffer(cap);
+  const err = new TailBuffer(cap);
+  const done = (exit_code: number, cancelled: boolean): ForegroundResult => ({
+    exit_code,
+    duration_ms: Math.round(deps.clock.now() - started),
+    timed_out: t !== "" && (exit_code === 124 || exit_code === 137),
+    cancelled,
+    stdout: out.text(),
+    stderr: err.text(),
+    stdout_bytes: out.total,
+    stderr_bytes: err.total,
+    truncated: out.truncated || err.truncated,
+  });
+  if (o.signal.aborted) return done(-1, true);
+  const line = o.onOutputLine ?? (() => {});
+  const s = await deps.incus.exec(instance, {
+    command: ["bash", "-c", FOREGROUND_SH, "isx", deps.user, name, t, body],
+    env: SCRIPT_ENV,
+    cwd: "/",
+  });
+  const pumps = Promise.all([
+    pump(s.stdout, out, new LineSplitter(line)),
+    pump(s.stderr, err, new LineSplitter(line)),
+  ]);
+  void (async () => {
+    try {
+      if (o.stdin) await s.write(new TextEncoder().encode(o.stdin));
+      await s.closeStdin();
+    } catch { /* the command ended without reading all of its stdin */ }
+  })();
+  let cancelled = false;
+  let ended = false;
+  let lose = () => {};
+  const lost = new Promise<number>((r) => lose = () => r(-1));
+  const exit = Promise.race([s.exit.catch(() => -1), lost]).finally(() => ended = true);
+  const kill = async () => {
+    cancelled = true;
+    for (let i = 0; i < 3 && !ended; i++) {
+      await runGuestScript(deps.incus, instance, FOREGROUND_KILL_SH, [name], {
+        user: deps.user,
+        step: "kill a foreground command",
+        deadlineMs: 30_000,
+      }).catch(() => {});
+      const waited = deps.clock.now();
+      while (!ended && deps.clock.now() - waited < 4000) await deps.clock.sleep(100);
+    }
+    if (!ended) lose(); // isx lost track: the exit reads -1 (the command may still run)
+  };
+  const onAbort = () => void kill();
+  o.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const code = await exit;
+    await pumps;
+    return done(code, cancelled);
+  } finally {
+    o.signal.removeEventListener("abort", onAbort);
+    s.close();
+  }
+}

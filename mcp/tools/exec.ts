@@ -1,0 +1,187 @@
+/**
+ * `exec` (§2.5): a command in a held, running instance, as agentuser through `bash -c`.
+ * Foreground calls stream their last output line as progress and end with output tails;
+ * cancelling the call kills the command's whole process session in the guest. With
+ * `background: true` it starts a command task and answers at once; an idempotency key makes
+ * a repeat return the same task (`replayed: true`). `command`, `env`, `cwd` and `stdin`
+ * travel to the guest as data (argv, environment, stdin), never spliced into a shell line.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { RefusalError } from "../errors.ts";
+import type { Session } from "../session/mod.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
+import { IdempotencyKey, InstanceName, TaskId, tool } from "./def.ts";
+
+/** Output tail bounds (§2). */
+export const OUTPUT = { default: 32 * 1024, min: 256, max: 256 * 1024 } as const;
+
+/** The task machinery, or `unavailable`. */
+export function taskService(s: Session) {
+  const t = s.deps.tasks;
+  if (!t) throw new RefusalError("unavailable", "the task engine is not available in this build");
+  return t;
+}
+
+/** A held instance that must be running; its working directory default. */
+export async function requireRunning(s: Session, name: string): Promise<{ workdir: string }> {
+  const inst = await s.requireHeld(name);
+  if (inst.status === "Stopped") {
+    throw new RefusalError(
+      "wrong_state",
+      `instance "${name}" is stopped; start it with start_instance`,
+    );
+  }
+  if (inst.status !== "Running") {
+    throw new RefusalError(
+      "wrong_state",
+      `instance "${name}" is ${inst.status}; ask the user to look at it (isx shell ${name})`,
+    );
+  }
+  return { workdir: readStamps(inst.config)[STAMP.workdir] || "/home/agentuser" };
+}
+
+const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const exec = tool({
+  name: "exec",
+  description:
+    "Run a shell command (bash -c, as agentuser, sudo works) in an instance you hold. Foreground by default, with output tails; background: true starts a task and answers at once (follow it with wait_any, task_status, task_result).",
+  input: z.strictObject({
+    instance: InstanceName,
+    command: z.string().min(1),
+    cwd: z.string().optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    stdin: z.string().max(1024 * 1024).optional(),
+    timeout_seconds: z.number().int().positive().optional(),
+    max_output_bytes: z.number().int().optional(),
+    ask: z.string().optional(),
+    background: z.boolean().optional(),
+    idempotency_key: IdempotencyKey.optional(),
+  }),
+  output: z.strictObject({
+    background: z.boolean(),
+    exit_code: z.number().int().optional(),
+    duration_ms: z.number().int().optional(),
+    timed_out: z.boolean().optional(),
+    cancelled: z.boolean().optional(),
+    stdout: z.string().optional(),
+    stderr: z.string().optional(),
+    stdout_bytes: z.number().int().optional(),
+    stderr_bytes: z.number().int().optional(),
+    truncated: z.boolean().optional(),
+    task_id: TaskId.optional(),
+    instance: z.string().optional(),
+    kind: z.literal("command").optional(),
+    replayed: z.boolean().optional(),
+  }),
+  hints: { readOnly: false, destructive: false, idempotent: false },
+  taskSupport: "optional",
+  async run(args, { session: s, signal, progress }) {
+    for (const k of Object.keys(args.env ?? {})) {
+      if (!EnvName.test(k)) {
+        throw new RefusalError(
+          "invalid_argument",
+          `env: "${k}" is not a variable name (A-Za-z_ then A-Za-z0-9_)`,
+        );
+      }
+    }
+    if (args.ask !== undefined) {
+      throw new RefusalError(
+        "invalid_argument",
+        "exec: ask (a summary by an agent) is not available in this release; read the output tails",
+      );
+    }
+    if (args.idempotency_key !== undefined && !args.background) {
+      throw new RefusalError(
+        "invalid_argument",
+        "exec: idempotency_key applies only with background: true",
+      );
+    }
+    if (args.background && (args.stdin !== undefined || args.timeout_seconds !== undefined)) {
+      throw new RefusalError(
+        "invalid_argument",
+        "exec: stdin and timeout_seconds do not apply with background: true",
+      );
+    }
+    const { workdir } = await requireRunning(s, args.instance);
+    const cwd = args.cwd === undefined
+      ? workdir
+      : args.cwd.startsWith("/")
+      ? args.cwd
+      : `/home/agentuser/${args.cwd}`;
+    const svc = taskService(s);
+    if (args.background) {
+      const key = args.idempotency_key;
+      if (key) {
+        const known = [...s.tasks.values()].find((t) => t.key === key);
+        if (known && (known.instance !== args.instance || known.command !== args.command)) {
+          throw new RefusalError(
+            "invalid_argument",
+            `idempotency key "${key}" already started task ${known.id} on "${known.instance}" for another command; use a new key`,
+          );
+        }
+        const found = known ? { task_id: known.id } : await svc.findKeyed(args.instance, key);
+        if (found) {
+          return {
+            structured: {
+              background: true,
+              task_id: found.task_id,
+              instance: args.instance,
+              kind: "command" as const,
+              replayed: true,
+            },
+            audit: `replayed key=${key}`,
+            note: "Nothing new was started: this key already started this task (replayed).",
+          };
+        }
+        if (s.keysInFlight.has(key)) {
+          throw new RefusalError(
+            "busy",
+            `idempotency key "${key}": the first call is still running; retry as is`,
+          );
+        }
+      }
+      if (key) s.keysInFlight.add(key);
+      try {
+        const t = await svc.startCommand(s, args.instance, {
+          command: args.command,
+          cwd,
+          ...(args.env ? { env: args.env } : {}),
+          ...(key ? { key } : {}),
+        });
+        return {
+          structured: {
+            background: true,
+            task_id: t.id,
+            instance: args.instance,
+            kind: "command" as const,
+          },
+          audit: `task=${t.id}`,
+        };
+      } finally {
+        if (key) s.keysInFlight.delete(key);
+      }
+    }
+    const bytes = Math.min(
+      OUTPUT.max,
+      Math.max(OUTPUT.min, args.max_output_bytes ?? OUTPUT.default),
+    );
+    const r = await svc.foreground(args.instance, {
+      command: args.command,
+      cwd,
+      ...(args.env ? { env: args.env } : {}),
+      ...(args.stdin !== undefined ? { stdin: args.stdin } : {}),
+      ...(args.timeout_seconds ? { timeoutSeconds: args.timeout_seconds } : {}),
+      outputBytes: bytes,
+      signal,
+      onLine: (line) => progress(line.slice(0, 200)),
+    });
+    return { structured: { background: false, ...r }, audit: `exit=${r.exit_code}` };
+  },
+});
+
+/** exec. */
+export const execTools = [exec];

@@ -1,0 +1,262 @@
+/**
+ * The task tools (§2.6-2.11, §2.13): `task_status`, `wait_any`, `task_result`, `cancel_task`
+ * over command tasks, and the delegation tools `delegate`, `send_message`, `get_diff`, listed
+ * with their schemas (seed 000: no `max_turns`) and refusing until delegation lands. A task's
+ * state is the same word everywhere: running, finished, attached, lost, unknown.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { RefusalError } from "../errors.ts";
+import type { Session, TaskEntry } from "../session/mod.ts";
+import { IdempotencyKey, InstanceName, TaskId, TaskKind, TaskState, tool } from "./def.ts";
+import { requireRunning, taskService } from "./exec.ts";
+
+/** The longest wait (§2). */
+export const MAX_WAIT_SECONDS = 300;
+
+function known(s: Session, id: string): TaskEntry {
+  const t = s.tasks.get(id);
+  if (!t) {
+    throw new RefusalError(
+      "not_found",
+      `this session has no task "${id}" (list_instances shows its tasks)`,
+    );
+  }
+  return t;
+}
+
+const NOT_YET =
+  "delegation to an agent is not available in this release of isx; run commands with exec instead";
+
+const delegate = tool({
+  name: "delegate",
+  description:
+    "Hand a self-contained task to an agent (Claude Code, Codex, Pi, opencode) in an instance. Not available in this release: it refuses.",
+  input: z.strictObject({
+    instruction: z.string().optional(),
+    skill: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,63}$/).optional(),
+    args: z.string().optional(),
+    instance: InstanceName.optional(),
+    template: z.string().optional(),
+    agent: z.enum(["claude", "codex", "pi", "opencode"]).optional(),
+    purpose: z.string().optional(),
+    cwd: z.string().optional(),
+    model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}$/).optional(),
+    idempotency_key: IdempotencyKey.optional(),
+  }),
+  output: z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: z.literal("agent"),
+    run: z.number().int(),
+    agent: z.string(),
+    permission_mode: z.string(),
+    model: z.string().optional(),
+    replayed: z.boolean().optional(),
+  }),
+  hints: { readOnly: false, destructive: false, idempotent: false },
+  run() {
+    return Promise.reject(new RefusalError("refused", NOT_YET));
+  },
+});
+
+const sendMessage = tool({
+  name: "send_message",
+  description:
+    "Continue an agent task with a new message. Not available in this release: it refuses.",
+  input: z.strictObject({ task_id: TaskId, message: z.string(), model: z.string().optional() }),
+  output: delegate.output,
+  hints: { readOnly: false, destructive: false, idempotent: false },
+  run() {
+    return Promise.reject(new RefusalError("refused", NOT_YET));
+  },
+});
+
+const getDiff = tool({
+  name: "get_diff",
+  description:
+    "The changes an agent task made, per repository. Not available in this release: it refuses.",
+  input: z.strictObject({
+    task_id: TaskId,
+    path: z.string().optional(),
+    stat: z.boolean().optional(),
+    max_bytes: z.number().int().optional(),
+  }),
+  output: z.strictObject({
+    repos: z.array(z.strictObject({
+      repo: z.string(),
+      files: z.array(z.strictObject({
+        path: z.string(),
+        added: z.number().int().nullable(),
+        deleted: z.number().int().nullable(),
+      })),
+    })),
+    patch: z.string().optional(),
+    patch_bytes: z.number().int().optional(),
+    too_large: z.boolean().optional(),
+  }),
+  hints: { readOnly: true, idempotent: true },
+  run() {
+    return Promise.reject(new RefusalError("refused", NOT_YET));
+  },
+});
+
+const status = tool({
+  name: "task_status",
+  description:
+    "A task's state read from its instance (running, finished, attached, lost, unknown), with output tails. wait_seconds (≤300) waits until it is no longer running.",
+  input: z.strictObject({ task_id: TaskId, wait_seconds: z.number().int().min(0).optional() }),
+  output: z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: TaskKind,
+    state: TaskState,
+    run: z.number().int(),
+    exit_code: z.number().int().optional(),
+    started_at: z.string().optional(),
+    last_activity: z.string().optional(),
+    stdout_bytes: z.number().int().optional(),
+    stderr_bytes: z.number().int().optional(),
+    stdout_tail: z.string().optional(),
+    stderr_tail: z.string().optional(),
+  }),
+  hints: { readOnly: true, idempotent: true },
+  async run(args, { session: s, signal }) {
+    const t = known(s, args.task_id);
+    await requireRunning(s, t.instance);
+    const svc = taskService(s);
+    const until = s.deps.now() + Math.min(args.wait_seconds ?? 0, MAX_WAIT_SECONDS) * 1000;
+    while (s.deps.now() < until && !signal.aborted) {
+      const p = await svc.probe(t.instance, [t.id]);
+      if (p.get(t.id) !== "running") break;
+      await s.deps.sleep(Math.min(2000, Math.max(0, until - s.deps.now())), signal).catch(() => {});
+    }
+    return { structured: await svc.status(s, t) };
+  },
+});
+
+const Brief = z.strictObject({
+  task_id: TaskId,
+  instance: z.string(),
+  kind: TaskKind,
+  state: TaskState,
+  exit_code: z.number().int().optional(),
+});
+
+const waitAny = tool({
+  name: "wait_any",
+  description:
+    "Wait until any of the given tasks (default: every running task of this session) is no longer running, or timeout_seconds (default and max 300) passes. Use one wait_any per tick instead of polling each task.",
+  input: z.strictObject({
+    task_ids: z.array(TaskId).optional(),
+    timeout_seconds: z.number().optional(),
+  }),
+  output: z.strictObject({ tasks: z.array(Brief), finished: z.array(TaskId) }),
+  hints: { readOnly: true, idempotent: true },
+  async run(args, { session: s, signal }) {
+    const ids = args.task_ids ??
+      [...s.tasks.values()].filter((t) => t.state === "running").map((t) => t.id);
+    const watched = ids.map((id) => known(s, id));
+    if (!watched.length) {
+      return {
+        structured: { tasks: [], finished: [] },
+        text: "Nothing is running: no task to wait for.",
+      };
+    }
+    const svc = taskService(s);
+    const timeout = Math.min(
+      MAX_WAIT_SECONDS,
+      Math.max(0, args.timeout_seconds ?? MAX_WAIT_SECONDS),
+    );
+    const until = s.deps.now() + timeout * 1000;
+    const byInstance = new Map<string, TaskEntry[]>();
+    for (const t of watched) byInstance.set(t.instance, [...byInstance.get(t.instance) ?? [], t]);
+    const finished = new Set<string>();
+    for (;;) {
+      await Promise.all([...byInstance].map(async ([inst, ts]) => {
+        const p = await svc.probe(inst, ts.map((t) => t.id)).catch(() => new Map<string, string>());
+        for (const t of ts) if (p.get(t.id) === "done") finished.add(t.id);
+      }));
+      if (finished.size || signal.aborted || s.deps.now() >= until) break;
+      await s.deps.sleep(Math.min(2000, until - s.deps.now()), signal).catch(() => {});
+    }
+    const tasks = await Promise.all(watched.map(async (t) => {
+      if (finished.has(t.id)) {
+        const st = await svc.status(s, t).catch(() => undefined);
+        if (st) {
+          return Brief.parse({
+            task_id: t.id,
+            instance: t.instance,
+            kind: t.kind,
+            state: st.state,
+            ...(st.exit_code !== undefined ? { exit_code: st.exit_code } : {}),
+          });
+        }
+        return { task_id: t.id, instance: t.instance, kind: t.kind, state: "unknown" as const };
+      }
+      return { task_id: t.id, instance: t.instance, kind: t.kind, state: t.state };
+    }));
+    return { structured: { tasks, finished: [...finished] } };
+  },
+});
+
+const result = tool({
+  name: "task_result",
+  description:
+    "The output of a finished command task: tails of stdout and stderr (max_bytes each).",
+  input: z.strictObject({
+    task_id: TaskId,
+    max_bytes: z.number().int().optional(),
+    events: z.boolean().optional(),
+    ask: z.string().optional(),
+  }),
+  output: z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: TaskKind,
+    state: TaskState,
+    exit_code: z.number().int().optional(),
+    stdout: z.string(),
+    stderr: z.string(),
+    stdout_bytes: z.number().int(),
+    stderr_bytes: z.number().int(),
+    truncated: z.boolean(),
+  }),
+  hints: { readOnly: true, idempotent: true },
+  async run(args, { session: s }) {
+    if (args.ask !== undefined) {
+      throw new RefusalError(
+        "invalid_argument",
+        "task_result: ask is not available in this release; read the tails",
+      );
+    }
+    const t = known(s, args.task_id);
+    await requireRunning(s, t.instance);
+    const bytes = Math.min(256 * 1024, Math.max(256, args.max_bytes ?? 16 * 1024));
+    return { structured: await taskService(s).result(s, t, bytes) };
+  },
+});
+
+const cancel = tool({
+  name: "cancel_task",
+  description:
+    "Stop a task and everything it started (TERM, then KILL). Its state reads unknown until task_status reads it.",
+  input: z.strictObject({ task_id: TaskId }),
+  output: z.strictObject({ task_id: TaskId, instance: z.string(), kind: TaskKind }),
+  hints: { readOnly: false, destructive: true, idempotent: true },
+  async run(args, { session: s }) {
+    const t = known(s, args.task_id);
+    await requireRunning(s, t.instance);
+    await taskService(s).cancel(s, t.instance, [t.id]);
+    if (t.state === "running") s.report(t, "unknown");
+    return {
+      structured: { task_id: t.id, instance: t.instance, kind: t.kind },
+      audit: `task=${t.id} cancelled`,
+    };
+  },
+});
+
+/** The task tools. */
+export const taskTools = [delegate, status, waitAny, result, sendMessage, cancel, getDiff];

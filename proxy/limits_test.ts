@@ -1,0 +1,36 @@
+import { equal, ok } from "node:assert/strict";
+import { ConnectionCap, Watchdog } from "./limits.ts";
+
+Deno.test("ConnectionCap refuses past the cap per key and frees a slot once per release", () => {
+  const cap = new ConnectionCap(2);
+  const r1 = cap.take("a")!;
+  const r2 = cap.take("a")!;
+  equal(cap.take("a"), undefined);
+  ok(cap.take("b"), "another key has its own slots");
+  r1();
+  r1(); // a second release frees nothing more
+  equal(cap.open("a"), 1);
+  const r3 = cap.take("a");
+  ok(r3);
+  equal(cap.take("a"), undefined);
+  r2();
+  r3!();
+  equal(cap.open("a"), 0);
+});
+
+Deno.test("Watchdog fires once after quiet and not while kicked", async () => {
+  let fired = 0;
+  const dog = new Watchdog(120, () => fired++);
+  for (let i = 0; i < 6; i++) {
+    await new Promise((r) => setTimeout(r, 40));
+    dog.kick();
+  }
+  equal(fired, 0, "kicked every 40 ms for 240 ms: never quiet for 120 ms");
+  await new Promise((r) => setTimeout(r, 300));
+  equal(fired, 1);
+  dog.stop();
+  const stopped = new Watchdog(20, () => fired++);
+  stopped.stop();
+  await new Promise((r) => setTimeout(r, 60));
+  equal(fired, 1, "a stopped watchdog never fires");
+});

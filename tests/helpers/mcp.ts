@@ -1,0 +1,142 @@
+/**
+ * Driving `isx mcp` in tests: a throwaway HOME (config with approved templates, state dir),
+ * the current TypeScript SDK's `Client` over stdio against the real program started with
+ * the permission table's flags, in handshake (`legacy`) or stateless (`2026-07-28`) mode,
+ * and the golden output schemas with a real JSON Schema 2020-12 validator (ajv) that every
+ * result a test sees is checked against.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import Ajv2020 from "ajv/dist/2020.js";
+import { programArgs, ROOT } from "./spawn.ts";
+
+/** A throwaway user: HOME and XDG dirs under one temp directory. */
+export interface McpHome {
+  /** The temp root. */
+  dir: string;
+  /** Environment for the program. */
+  env: Record<string, string>;
+  /** The isx config directory. */
+  configDir: string;
+  /** The isx state directory. */
+  stateDir: string;
+}
+
+/** Makes a HOME; `init` writes config.yaml (isx init done), `mcp` the mcp.yaml text. */
+export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
+  const dir = Deno.makeTempDirSync({ prefix: "isx-mcp-test-" });
+  const configDir = `${dir}/config/isx`;
+  const stateDir = `${dir}/state/isx`;
+  Deno.mkdirSync(configDir, { recursive: true });
+  Deno.mkdirSync(stateDir, { recursive: true });
+  if (opts.init ?? true) Deno.writeTextFileSync(`${configDir}/config.yaml`, "proxy: {}\n");
+  if (opts.mcp !== undefined) Deno.writeTextFileSync(`${configDir}/mcp.yaml`, opts.mcp);
+  return {
+    dir,
+    configDir,
+    stateDir,
+    env: {
+      HOME: dir,
+      XDG_CONFIG_HOME: `${dir}/config`,
+      XDG_STATE_HOME: `${dir}/state`,
+      XDG_CACHE_HOME: `${dir}/cache`,
+      XDG_RUNTIME_DIR: "",
+      ISX_PROG: "isx",
+      NO_COLOR: "1",
+      // the child's HOME moves; its module cache stays where this test's is
+      DENO_DIR: Deno.env.get("DENO_DIR") ||
+        `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`,
+    },
+  };
+}
+
+/** The env and argv that start `isx mcp` exactly as the launchers do. */
+export function mcpCommand(
+  home: McpHome,
+  extra: string[] = [],
+): { args: string[]; env: Record<string, string> } {
+  const env = { ...Deno.env.toObject(), ...home.env };
+  return { args: programArgs(["mcp", ...extra], { env, prog: "isx", cwd: home.dir }), env };
+}
+
+/** An SDK client connected to a fresh `isx mcp`. */
+export async function connect(
+  home: McpHome,
+  mode: "legacy" | "modern",
+  opts: { experimental?: boolean; extra?: string[] } = {},
+): Promise<Client> {
+  const { args, env } = mcpCommand(home, opts.extra);
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args,
+    env,
+    cwd: home.dir,
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "isx-test", version: "1.0.0" }, {
+    capabilities: opts.experimental ? { experimental: { "isx/task_changed": {} } } : {},
+    versionNegotiation: { mode: mode === "legacy" ? "legacy" : { pin: "2026-07-28" } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+/** The golden output schemas. */
+export const GOLDEN_PATH = `${ROOT}/tests/golden/mcp_output_schemas.json`;
+
+let validators: Map<string, (v: unknown) => boolean> | undefined;
+let ajvErrors: () => string = () => "";
+
+/** Asserts a tool result: success validates against the golden schema, refusal has no structure. */
+export function checkResult(tool: string, result: Record<string, unknown>): void {
+  if (!validators) {
+    const golden = JSON.parse(Deno.readTextFileSync(GOLDEN_PATH)) as Record<string, object>;
+    const ajv = new Ajv2020.default({ strict: false, allErrors: true });
+    validators = new Map(Object.entries(golden).map(([k, s]) => [k, ajv.compile(s)]));
+    ajvErrors = () => ajv.errorsText();
+  }
+  if (result.isError) {
+    assert.equal(result.structuredContent, undefined, `${tool}: a refusal carries no structure`);
+    const meta = (result._meta as Record<string, Record<string, unknown>>)
+      ?.["dev.incusspawn/error"];
+    assert.ok(meta && typeof meta.code === "string", `${tool}: a refusal carries its code`);
+    for (const k of Object.keys(meta)) {
+      assert.ok(["code", "message", "instance", "task_id"].includes(k), `${tool}: _meta key ${k}`);
+    }
+    return;
+  }
+  const v = validators.get(tool);
+  assert.ok(v, `no golden schema for ${tool}`);
+  const ok = v(result.structuredContent);
+  const validate = v as unknown as { errors?: unknown };
+  assert.ok(
+    ok,
+    `${tool}: result does not match the golden schema: ${
+      JSON.stringify(validate.errors)
+    } ${ajvErrors()}`,
+  );
+}
+
+/** Calls a tool through the SDK and checks the result against the golden file. */
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+  opts: { timeout?: number } = {},
+): Promise<Record<string, unknown>> {
+  const r = await client.callTool({ name, arguments: args }, {
+    timeout: opts.timeout ?? 600_000,
+  }) as Record<string, unknown>;
+  checkResult(name, r);
+  return r;
+}
+
+/** The refusal code of a result, or undefined on success. */
+export function refusal(r: Record<string, unknown>): string | undefined {
+  if (!r.isError) return undefined;
+  return ((r._meta as Record<string, Record<string, string>>)["dev.incusspawn/error"]!).code;
+}

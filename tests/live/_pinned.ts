@@ -1,0 +1,75 @@
+/**
+ * Live-test instances shaped like what `isx branch` makes, without building a template: a
+ * NIC pinned the way mcp/instances/static_ip.ts pins it (fixed address from the bridge's
+ * free ones, the three filters) and, for a trusted one, the stamps of an instance of a
+ * template built from trusted layers. The proxy's registry reads exactly these.
+ *
+ * @module
+ */
+
+import type { IncusClient } from "../../rpc/mod.ts";
+import {
+  bridgeCidr,
+  pickAddress,
+  pinnedNic,
+  takenAddresses,
+} from "../../mcp/instances/static_ip.ts";
+import { LIVE_IMAGE } from "../helpers/live.ts";
+
+/** The stamps the proxy trusts with credentials (with a pinned NIC). */
+export const TRUSTED_STAMPS: Readonly<Record<string, string>> = {
+  "user.incus-spawn.type": "instance",
+  "user.incus-spawn.trusted": "true",
+  "user.incus-spawn.build-id": "live-test",
+};
+
+/** Polls `probe` every 250 ms until it gives a value. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new TypeError(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Waits for the guest's DHCP address on eth0. */
+export function addressOf(incus: IncusClient, name: string): Promise<string> {
+  return until(`an IPv4 address on ${name}`, async () => {
+    const st = await incus.getInstanceState(name);
+    return st.network?.eth0?.addresses.find((a) => a.family === "inet" && a.scope === "global")
+      ?.address;
+  });
+}
+
+/**
+ * Launches `name` from `image` on `bridge` with a pinned NIC (and `stamps`); returns its
+ * address once the guest has it.
+ */
+export async function launchPinned(
+  incus: IncusClient,
+  name: string,
+  opts: { stamps?: Record<string, string>; image?: string; bridge?: string } = {},
+): Promise<string> {
+  const bridge = opts.bridge ?? "incusbr0";
+  const [cidr, taken] = await Promise.all([
+    bridgeCidr(incus, bridge),
+    takenAddresses(incus, bridge),
+  ]);
+  const address = pickAddress(cidr, taken);
+  await incus.createInstance({
+    name,
+    source: { type: "image", alias: opts.image ?? LIVE_IMAGE },
+    config: { ...opts.stamps, "user.incus-spawn.static-ip": address },
+    devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: bridge }, address) },
+    start: true,
+  }, { step: `launch ${name}` });
+  const got = await addressOf(incus, name);
+  if (got !== address) throw new TypeError(`${name} got ${got}, not its pinned ${address}`);
+  return got;
+}

@@ -1,0 +1,84 @@
+/**
+ * `isx proxy start`, `status`, `activity` and `stop` manage a background proxy through its pid,
+ * token and log files, against the real Incus (loopback listeners; bridge DNS management off):
+ * the activity listing holds the instance this test created, with no traffic counted.
+ */
+
+import { equal, ok } from "node:assert/strict";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { spawnProgram } from "../helpers/spawn.ts";
+
+const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
+
+async function runIsx(args: string[], env: Record<string, string> = {}) {
+  const p = spawnProgram(args, { prog: "isx", env: { DENO_DIR, NO_COLOR: "1", ...env } });
+  await p.closeStdin();
+  const out: string[] = [];
+  for (let l = await p.readLine(60_000); l !== undefined; l = await p.readLine(60_000)) {
+    out.push(l);
+  }
+  const status = await p.wait(60_000);
+  await p[Symbol.asyncDispose]();
+  return { code: status.code, out: out.join("\n"), err: p.stderr() };
+}
+
+Deno.test({
+  name: "isx proxy start, status, activity and stop manage a background proxy",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const name = testName("hard-pcli");
+    const home = await Deno.makeTempDir();
+    const port = () => 20000 + Math.floor(Math.random() * 20000);
+    const ports = { tls: port(), forward: port(), health: port() };
+    await Deno.mkdir(`${home}/.config/isx`, { recursive: true });
+    await Deno.writeTextFile(
+      `${home}/.config/isx/config.yaml`,
+      `proxy:\n  gateway: 127.0.0.1\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+    );
+    const env = {
+      HOME: home,
+      XDG_CONFIG_HOME: "",
+      XDG_STATE_HOME: "",
+      XDG_CACHE_HOME: "",
+      INCUS_SOCKET: LIVE_SOCKET,
+    };
+    try {
+      // a stopped instance is enough to be listed, and costs no boot
+      await incus.createInstance({ name, source: { type: "image", alias: LIVE_IMAGE } }, {
+        step: `create ${name}`,
+      });
+      equal((await runIsx(["proxy", "status"], env)).code, 1);
+      const started = await runIsx(["proxy", "start"], env);
+      equal(started.code, 0, started.err);
+      ok(started.out.includes("started (pid"), started.out);
+      const st = await runIsx(["proxy", "status", "--json"], env);
+      equal(st.code, 0, st.err);
+      const s = JSON.parse(st.out);
+      equal(s.status, "running");
+      equal(s.health.listen.tls, `127.0.0.1:${ports.tls}`);
+      equal(
+        (await runIsx(["proxy", "start"], env)).out,
+        `isx proxy: already running (pid ${s.pid})`,
+      );
+      const activity = await runIsx(["proxy", "activity", "--json"], env);
+      equal(activity.code, 0, `activity --json failed: ${activity.err}`);
+      const records = JSON.parse(activity.out) as Record<string, unknown>[];
+      const mine = records.filter((r) => r.instance === name);
+      equal(mine.length, 1, `${name} is not listed once in ${activity.out.slice(0, 2000)}`);
+      equal(mine[0]!.requests, 0, activity.out);
+      ok("counting_since" in mine[0]!, activity.out);
+      const stopped = await runIsx(["proxy", "stop"], env);
+      equal(stopped.code, 0, stopped.err);
+      equal((await runIsx(["proxy", "status"], env)).code, 1);
+      const logs = await runIsx(["proxy", "logs", "-n", "100"], env);
+      ok(logs.out.includes("proxy: stopping"), logs.out);
+    } finally {
+      await runIsx(["proxy", "stop"], env).catch(() => {});
+      await removeInstance(incus, name);
+      incus.close();
+      await Deno.remove(home, { recursive: true });
+    }
+  },
+});
