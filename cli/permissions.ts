@@ -180,7 +180,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  // writes its config), its own state (audit log, session heartbeats); no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -189,7 +189,6 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
-      "/proc",
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback
