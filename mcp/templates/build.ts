@@ -13,6 +13,7 @@
 import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
+import { pemFingerprint } from "../host/proxy_check.ts";
 import {
   copyConfig,
   readStamps,
@@ -236,6 +237,8 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       [STAMP.trusted]: String(chainTrusted(chain)),
       [STAMP.workdir]: workdirOf(chain),
       ...templateAccountStamps(accountsOf(chain)),
+      // which CA its guests trust: branches are repaired when the proxy serves another
+      [STAMP.caFingerprint]: await pemFingerprint(ctx.facts.caPem),
     };
     await ctx.client.updateInstance(tmp, (inst) => {
       inst.config = { ...inst.config, ...stampConfig(final) };
