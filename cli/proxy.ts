@@ -27,9 +27,9 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
 import { activity, getJson, logs, out, type Values } from "./proxy_view.ts";
-import { accountCommand, toolRules } from "./proxy_account.ts";
+import { ACCOUNT_HELP, accountCommand, toolRules } from "./proxy_account.ts";
 
-const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity] [options]
+const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity|account] [options]
 
 The host proxy: guests hold placeholders, the proxy injects the real credentials from
 ~/.config/isx/credentials.yaml (mode 0600) and counts every instance's model calls and
@@ -54,7 +54,9 @@ Options:
   -n, --lines N        logs: the last N lines (default 50)
   -f, --follow         logs: keep printing new lines
   --url URL            the proxy's ops address (default http://127.0.0.1:<proxy.ports.health>)
-  --log-file PATH      run: log there instead of stderr`;
+  --log-file PATH      run: log there instead of stderr
+
+${ACCOUNT_HELP}`;
 
 const SUBS = ["run", "start", "stop", "restart", "status", "logs", "activity"] as const;
 const enc = new TextEncoder();

@@ -105,9 +105,12 @@ export interface TaskEngine {
     o?: { deadlineMs?: number },
   ): Promise<Map<string, Decided>>;
   /** Every task directory in the instance, re-validated (adoption, spec §3.4 listing). */
-  list(instance: string): Promise<TaskListing[]>;
-  /** Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6). */
-  cancel(instance: string, taskIds: string[]): Promise<void>;
+  list(instance: string, o?: { deadlineMs?: number }): Promise<TaskListing[]>;
+  /**
+   * Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6).
+   * Resolves to each task's state read in the same exec, afterwards (for the watcher).
+   */
+  cancel(instance: string, taskIds: string[]): Promise<Map<string, Decided>>;
   /** A command task's output tails and exit (spec §2.9). */
   result(instance: string, taskId: string, o: { outputBytes: number }): Promise<CommandResult>;
 }
@@ -201,18 +204,20 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
       const states = await probeStates(instance, ids);
       return new Map([...states].map(([id, d]) => [id, probeWord(d)]));
     },
-    async list(instance) {
+    async list(instance, o = {}) {
       const step = "list tasks";
-      const r = await script(instance, LIST_SH, [], { step });
+      const r = await script(instance, LIST_SH, [], { step, ...o });
       if (r.code !== 0) throw scriptFailed(step, instance, r);
       return parseListing(r.stdout);
     },
     async cancel(instance, ids) {
       checkIds(ids);
-      if (ids.length === 0) return;
+      if (ids.length === 0) return new Map();
       const step = `cancel ${ids.join(", ")}`;
       const r = await script(instance, CANCEL_SH, ids, { step, deadlineMs: 120_000 });
       if (r.code !== 0) throw scriptFailed(step, instance, r);
+      const seen = parseProbe(r.stdout);
+      return new Map(ids.map((id) => [id, seen.get(id) ?? { state: "unknown", run: 0 }]));
     },
     async result(instance, taskId, o) {
       const n = clampTail(o.outputBytes, STATUS_TAIL_BYTES);

@@ -53,7 +53,7 @@ Deno.test({
           assert.equal(jqDeb(), undefined, "the tampered file is removed from the cache");
           assert.equal(await buildId(), first, "the old template is untouched");
           assert.equal((await c.getInstanceState(tpl)).status, "Stopped");
-          // still usable: a copy of it starts and has jq from the first build
+          // still usable: Incus copies it (what isx branch does)
           const copy = `${tpl}-copy`;
           await c.createInstance({
             name: copy,
