@@ -55,6 +55,8 @@ export interface InterceptDeps {
   handoff?: Pick<Handoff, "get">;
   /** The HTTP client for upstream requests (default: Deno's). */
   httpClient?: Deno.HttpClient;
+  /** The client for real upstreams on egress bridges: its connections are guarded tunnels. */
+  guardedClient?: Deno.HttpClient;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
   limits?: ProxyLimits;
 }

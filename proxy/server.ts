@@ -98,13 +98,15 @@ export function interceptHandler(
       headBytes: headBytes(req.method, pathAndQuery, req.headers),
     });
     if (a.kind === "answer") return proxyText(a.status, a.message);
+    // On an egress bridge every real upstream is reached through the guarded connector.
+    const client = a.origin.overridden ? deps.httpClient : deps.guardedClient ?? deps.httpClient;
     if (a.websocket) {
       return relayWebSocket(req, {
         target: a.target,
         headers: a.headers,
         traffic: a.traffic,
         secrets: a.secrets,
-        ...(deps.httpClient ? { client: deps.httpClient } : {}),
+        ...(client ? { client } : {}),
       });
     }
     return await relay(req, info, {
@@ -113,7 +115,7 @@ export function interceptHandler(
       traffic: a.traffic,
       model: a.model,
       secrets: a.secrets,
-      deps,
+      client,
       provider: a.provider,
     });
   };
@@ -128,7 +130,7 @@ async function relay(
     traffic: TrafficCall;
     model: ModelCall | undefined;
     secrets: Secret[];
-    deps: InterceptDeps;
+    client: Deno.HttpClient | undefined;
     provider: "anthropic" | "openai" | undefined;
   },
 ): Promise<Response> {
@@ -145,7 +147,7 @@ async function relay(
       body,
       redirect: "manual",
       signal: gone.signal,
-      ...(o.deps.httpClient ? { client: o.deps.httpClient } : {}),
+      ...(o.client ? { client: o.client } : {}),
     });
   } catch (e) {
     model?.end({ responded: false });
