@@ -21,7 +21,7 @@ import {
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/mod.ts";
-import { loadProxyConfig } from "../proxy/mod.ts";
+import { loadProxyConfig, parseAccountPairs } from "../proxy/mod.ts";
 import {
   createIncusClient,
   type ExecOptions,
@@ -68,7 +68,8 @@ export const branchCommand: Command = {
   name: "branch",
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
-  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap] [--json]
+  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
+                  [--account NS=NAME ...] [--json]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
 waits for its address. The network mode and resource limits come from the template's
@@ -81,14 +82,23 @@ definition unless --network is given:
 Options:
   --from TEMPLATE   the built template to copy (required)
   --network MODE    override the template's network mode
+  --account NS=NAME pin the proxy account of a namespace (claude, openai, github; may
+                    repeat); see isx proxy account --help
   --json            print the result as JSON`,
   mode: () => "instances",
   run(rest, ctx) {
     const { values, positionals } = parseCommandArgs(rest, {
       from: { type: "string" },
       network: { type: "string" },
+      account: { type: "string", multiple: true },
       json: { type: "boolean" },
     });
+    let accounts: Record<string, string> = {};
+    try {
+      accounts = parseAccountPairs(values.account ?? []);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
     const [name] = names(positionals);
     if (positionals.length > 1) throw new UsageError("branch makes one instance");
     if (!values.from) throw new UsageError("--from <template> is required");
@@ -112,6 +122,7 @@ Options:
         },
         network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
         ...(d.limits ? { limits: d.limits } : {}),
+        accounts,
       });
       if (values.json) out(JSON.stringify(r));
       else {

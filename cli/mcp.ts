@@ -8,14 +8,16 @@
  */
 
 import {
+  createTaskEngine,
+  engineTasks,
   fileAuditor,
+  Heartbeats,
   loadDefinitions,
-  ownSessionId,
+  newSessionId,
   readHostConfig,
   readMcpConfig,
   serveMcp,
   Session,
-  sessionAlive,
   SLOW_DAEMON_MS,
 } from "../mcp/mod.ts";
 import { loadProxyConfig } from "../proxy/mod.ts";
@@ -59,8 +61,13 @@ logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });
     const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
+    const tasks = engineTasks(createTaskEngine({ incus: client }));
+    const id = newSessionId(Deno.pid, Date.now());
+    const beats = new Heartbeats(`${stateDir}/mcp/sessions`);
+    beats.start(id);
     const session = new Session({
       incus: client,
+      tasks,
       readConfig: () => readMcpConfig(configDir),
       // never the project-local layer: isx mcp uses only what the user's own layers define
       definitions: () =>
@@ -94,8 +101,8 @@ logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
         }
       },
       audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
-      alive: sessionAlive,
-      id: ownSessionId(),
+      alive: (other) => beats.alive(other),
+      id,
       owner: String(Deno.uid() ?? 0),
       pid: Deno.pid,
       cwd,
@@ -118,15 +125,20 @@ logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
       input: Deno.stdin.readable,
       output: Deno.stdout.writable,
       session,
+      startWatcher: () => tasks.watch(session),
     });
     const onTerm = () => {
-      server.shutdown().finally(() => Deno.exit(0));
+      server.shutdown().finally(() => {
+        beats.stop();
+        Deno.exit(0);
+      });
     };
     Deno.addSignalListener("SIGTERM", onTerm);
     try {
       await server.finished;
     } finally {
       Deno.removeSignalListener("SIGTERM", onTerm);
+      beats.stop();
       client.close();
     }
     return 0;

@@ -57,6 +57,6 @@ Deno.test({
     const q = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state;
     assert.equal(q({ name: "read", path: `${CTX.configDir}/mcp.yaml` }), "granted");
     assert.equal(q({ name: "write", path: `${CTX.stateDir}/mcp/mcp.log` }), "granted");
-    assert.equal(q({ name: "read", path: "/proc/1/stat" }), "granted");
+    assert.equal(q({ name: "write", path: `${CTX.stateDir}/mcp/sessions/1-2` }), "granted");
   },
 });

@@ -98,6 +98,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       c.socket,
       `${c.configDir}/credentials.yaml`,
       `${c.configDir}/config.yaml`,
+      `${c.configDir}/tools`, // tools' proxy: rules (docs/proxy.md)
       `${c.stateDir}/ca`,
       `${c.stateDir}/proxy`,
       `${c.isbStateDir}/egress`,
@@ -105,7 +106,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG"],
-    run: [],
+    // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
+    // table (proxy/guard.ts), written with `nft -f -`
+    run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
@@ -177,7 +180,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), /proc for session liveness, its own audit log; no program to run.
+  // writes its config), its own state (audit log, session heartbeats); no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -186,7 +189,6 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
-      "/proc",
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

@@ -27,8 +27,9 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
 import { activity, getJson, logs, out, type Values } from "./proxy_view.ts";
+import { ACCOUNT_HELP, accountCommand, toolRules } from "./proxy_account.ts";
 
-const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity] [options]
+const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity|account] [options]
 
 The host proxy: guests hold placeholders, the proxy injects the real credentials from
 ~/.config/isx/credentials.yaml (mode 0600) and counts every instance's model calls and
@@ -41,6 +42,8 @@ traffic. See docs/proxy.md.
   status         running | not running | stale; exit 0 | 1 | 2 (3 = unknown)
   logs           print the log (-n LINES, -f to follow)
   activity       every instance's counts (table; --json, --plain; --watch)
+  account        which account each instance uses: list | set <inst> NS=NAME | unset
+                 <inst> NS (isx proxy account --help)
 
 Options:
   --json               activity/status as JSON (activity: an array of records)
@@ -51,7 +54,9 @@ Options:
   -n, --lines N        logs: the last N lines (default 50)
   -f, --follow         logs: keep printing new lines
   --url URL            the proxy's ops address (default http://127.0.0.1:<proxy.ports.health>)
-  --log-file PATH      run: log there instead of stderr`;
+  --log-file PATH      run: log there instead of stderr
+
+${ACCOUNT_HELP}`;
 
 const SUBS = ["run", "start", "stop", "restart", "status", "logs", "activity"] as const;
 const enc = new TextEncoder();
@@ -102,6 +107,7 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
   const token = newToken();
   const proxy = await startHostProxy({ ...ctx.perm, socket: ctx.global.socket }, {
     shutdown: { token, onShutdown: () => stop() },
+    toolRules: toolRules(ctx),
   });
   await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
@@ -234,8 +240,13 @@ export const proxyCommand: Command = {
   progs: ["isx"],
   summary: "the credential-injecting, counting proxy (run, start, stop, status, logs, activity)",
   help: HELP,
-  mode: (rest) => (sub(rest) === "run" ? "proxy" : "proxy-ctl"),
+  mode: (rest) => {
+    const s = sub(rest);
+    return s === "run" ? "proxy" : s === "account" ? "instances" : "proxy-ctl";
+  },
   async run(rest, ctx) {
+    const at = rest.findIndex((a) => !a.startsWith("-"));
+    if (rest[at] === "account") return await accountCommand(rest.slice(at + 1), ctx);
     const { values, positionals } = parseCommandArgs(rest, {
       json: { type: "boolean" },
       plain: { type: "boolean" },

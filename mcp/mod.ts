@@ -12,13 +12,15 @@ export * from "./templates/mod.ts";
 export * from "./instances/mod.ts";
 export { type McpServer, serveMcp, type ServeOptions } from "./server/mod.ts";
 export {
+  engineTasks,
   fileAuditor,
+  Heartbeats,
   type McpConfig,
-  ownSessionId,
+  newSessionId,
   readMcpConfig,
   Session,
-  sessionAlive,
   type SessionDeps,
 } from "./session/mod.ts";
 export { outputSchemas, toolNames } from "./tools/mod.ts";
+export { createTaskEngine } from "./tasks/mod.ts";
 export { REFUSAL_CODES, type RefusalCode, RefusalError } from "./errors.ts";

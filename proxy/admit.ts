@@ -6,7 +6,9 @@
  * Order: the calling instance (source address, or the handed-over connection's; unknown →
  * 403, counted nowhere), the Host is one DNS sends here (else 421), an
  * `X-Isx-Instance-Secret`, if presented, belongs to that same instance (else 403), the
- * policy's route (a pin to a missing account → 502, fail closed). Then the counters start
+ * policy's route (a pin or template account naming a missing account, or a pin of another
+ * Claude auth mode → 502, fail closed), a Vertex token when the route needs one (none → 502,
+ * fail closed). Then the counters start
  * and the upstream head is built: hop-by-hop and isx headers dropped, credentials
  * injected, `Accept-Encoding: identity` (so bodies can be read and scrubbed).
  *
@@ -27,6 +29,9 @@ import {
 import type { Handoff } from "./handoff.ts";
 import { constantTimeEqual, type Secret } from "./secret.ts";
 import { type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "./upstream.ts";
+import type { VertexConfig } from "./credentials.ts";
+import { vertexHost } from "./vertex.ts";
+import type { VertexTokens } from "./vertex_token.ts";
 import type { ProxyLimits } from "./limits.ts";
 
 /** Per-caller additions from isb egress secrets. */
@@ -57,6 +62,8 @@ export interface InterceptDeps {
   httpClient?: Deno.HttpClient;
   /** The client for real upstreams on egress bridges: its connections are guarded tunnels. */
   guardedClient?: Deno.HttpClient;
+  /** Vertex access tokens (needed once an account of kind `vertex` exists). */
+  vertexTokens?: VertexTokens;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
   limits?: ProxyLimits;
 }
@@ -121,6 +128,8 @@ export type Admission =
     /** Every real value (for scrubbing). */
     secrets: Secret[];
     websocket: boolean;
+    /** Set when the body must be translated for Vertex (`/v1/messages` → `:rawPredict`). */
+    vertex?: { config: VertexConfig; host: string };
   };
 
 /**
@@ -159,11 +168,34 @@ export async function admit(
     log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
     return answer(route.status, route.message);
   }
-  const secrets = [...deps.policy.secrets(), ...(deps.egress?.secrets() ?? [])];
+  const ops = [...route.ops];
+  if (route.vertex) {
+    // Fail closed: without a token the call would reach Vertex unauthenticated.
+    if (!deps.vertexTokens) {
+      traffic.end();
+      return answer(502, "a Vertex account is configured but this proxy cannot get tokens");
+    }
+    try {
+      const token = await deps.vertexTokens.get(route.vertex.config);
+      ops.push({ op: "set", name: "authorization", value: token, prefix: "Bearer " });
+    } catch (e) {
+      traffic.end();
+      log.warn("proxy: no Vertex token", { instance: caller.name, error: (e as Error).message });
+      return answer(502, (e as Error).message);
+    }
+  }
+  const secrets = [
+    ...deps.policy.secrets(),
+    ...(deps.egress?.secrets() ?? []),
+    ...(deps.vertexTokens?.secrets() ?? []),
+  ];
   const headers = forwardableHeaders(req.headers);
-  applyHeaderOps(headers, [...route.ops, ...(deps.egress?.ops(caller, host) ?? [])]);
+  applyHeaderOps(headers, [...ops, ...(deps.egress?.ops(caller, host) ?? [])]);
   const port = m[1] ? Number(m[1]) : undefined;
-  const where = { host, ...(port ? { port } : {}) };
+  const translate = route.vertex?.mode === "translate"
+    ? { config: route.vertex.config, host: vertexHost(route.vertex.config.region) }
+    : undefined;
+  const where = translate ? { host: translate.host } : { host, ...(port ? { port } : {}) };
   const origin = upstreamOrigin(where, deps.overrides);
   const target = upstreamUrl({ ...where, pathAndQuery: req.pathAndQuery }, deps.overrides);
   if (!websocket) headers.set("accept-encoding", "identity");
@@ -178,5 +210,6 @@ export async function admit(
     provider: route.model,
     secrets,
     websocket,
+    ...(translate ? { vertex: translate } : {}),
   };
 }

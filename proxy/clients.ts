@@ -46,6 +46,8 @@ export interface Caller extends CallerRef {
   secretSha256?: string;
   /** Account pins per namespace. */
   pins: Record<string, string>;
+  /** Its template's `accounts:` per namespace. */
+  templateAccounts?: Record<string, string>;
   /** Which credentials it may be given (none unless identified by its pinned NIC). */
   grant: Grant;
 }
@@ -65,6 +67,8 @@ export interface RegistryOptions {
   minRefreshMs?: number;
   /** Safety-net refresh period (default 30 s). */
   periodMs?: number;
+  /** Runs on every listing before it names any caller (the bridge guard; must not throw). */
+  onListing?: (list: readonly InstanceInfo[]) => Promise<void>;
 }
 
 /** The address registry, kept fresh from a {@link InstanceSource}. */
@@ -73,6 +77,7 @@ export class ClientRegistry implements CallerLookup {
   readonly #now: () => number;
   readonly #minRefreshMs: number;
   readonly #periodMs: number;
+  readonly #onListing: RegistryOptions["onListing"];
   #view = 0;
   #byAddress = new Map<string, Owner>();
   #all: InstanceInfo[] | undefined;
@@ -88,6 +93,7 @@ export class ClientRegistry implements CallerLookup {
     this.#now = opts.now;
     this.#minRefreshMs = opts.minRefreshMs ?? 1000;
     this.#periodMs = opts.periodMs ?? 30_000;
+    this.#onListing = opts.onListing;
   }
 
   /** Lists now (joining a listing already in progress). */
@@ -95,6 +101,7 @@ export class ClientRegistry implements CallerLookup {
     this.#pending ??= (async () => {
       try {
         const list = await this.#source.listInstances();
+        await this.#onListing?.(list);
         this.#view++;
         this.#all = list;
         this.#byAddress = addressMap(list);
@@ -145,6 +152,7 @@ export class ClientRegistry implements CallerLookup {
       grant: byConfig ? i.grant : [],
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
+    if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
     return c;
   }
 

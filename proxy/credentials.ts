@@ -13,6 +13,8 @@
  *   accounts:
  *     personal: { api_key: sk-ant-api03-… }
  *     work: { oauth_token: sk-ant-oat01-… }
+ *     gcp:                      # Vertex AI: the token comes from a command, never the file
+ *       vertex: { project: my-proj, region: us-east5, token_command: [gcloud, auth, print-access-token] }
  * openai:
  *   accounts: { main: { api_key: sk-proj-… } }
  * github:
@@ -31,8 +33,30 @@ import { z } from "zod";
 import { IsbError } from "../rpc/mod.ts";
 import { Secret } from "./secret.ts";
 
-/** An Anthropic account: an API key or an OAuth token. */
-export type AnthropicAccount = { kind: "api_key" | "oauth"; value: Secret };
+/** Where Vertex AI calls go and how the proxy gets an access token for them. */
+export interface VertexConfig {
+  /** The Google Cloud project id. */
+  project: string;
+  /** The region (`us-east5`, `europe-west1`, `global`, …). */
+  region: string;
+  /** The command printing an access token (run without a shell). */
+  tokenCommand: string[];
+  /** How long a token is reused (ms). */
+  tokenTtlMs: number;
+}
+
+/** An Anthropic account: an API key, an OAuth token, or Vertex AI. */
+export type AnthropicAccount =
+  | { kind: "api_key" | "oauth"; value: Secret }
+  | { kind: "vertex"; vertex: VertexConfig };
+
+/** The Claude auth mode of an account (what an instance is built for). */
+export type ClaudeAuthMode = AnthropicAccount["kind"];
+
+/** The default command for a Vertex access token. */
+export const DEFAULT_TOKEN_COMMAND: readonly string[] = ["gcloud", "auth", "print-access-token"];
+/** The default reuse time of a Vertex token (gcloud's tokens last an hour). */
+export const DEFAULT_TOKEN_TTL_MS = 45 * 60_000;
 /** A credential that is one bearer-style value (OpenAI key, GitHub token). */
 export type TokenAccount = { kind: "token"; value: Secret };
 
@@ -77,6 +101,14 @@ const FileSchema = z.strictObject({
   anthropic: ns(z.union([
     z.strictObject({ api_key: value }),
     z.strictObject({ oauth_token: value }),
+    z.strictObject({
+      vertex: z.strictObject({
+        project: z.string().regex(/^[a-z][a-z0-9-]{3,61}[a-z0-9]$/),
+        region: z.string().regex(/^[a-z][a-z0-9-]{1,40}$/),
+        token_command: z.array(z.string().min(1)).min(1).optional(),
+        token_ttl_seconds: z.number().int().min(1).max(86_400).optional(),
+      }),
+    }),
   ])),
   openai: ns(z.strictObject({ api_key: value })),
   github: ns(z.strictObject({ token: value })),
@@ -131,10 +163,19 @@ export function parseCredentials(text: string): Credentials {
     anthropic: accounts(
       "anthropic",
       f.anthropic,
-      (a) =>
-        "api_key" in a
-          ? { kind: "api_key" as const, value: new Secret(a.api_key) }
-          : { kind: "oauth" as const, value: new Secret(a.oauth_token) },
+      (a): AnthropicAccount => {
+        if ("api_key" in a) return { kind: "api_key", value: new Secret(a.api_key) };
+        if ("oauth_token" in a) return { kind: "oauth", value: new Secret(a.oauth_token) };
+        return {
+          kind: "vertex",
+          vertex: {
+            project: a.vertex.project,
+            region: a.vertex.region,
+            tokenCommand: a.vertex.token_command ?? [...DEFAULT_TOKEN_COMMAND],
+            tokenTtlMs: (a.vertex.token_ttl_seconds ?? 0) * 1000 || DEFAULT_TOKEN_TTL_MS,
+          },
+        };
+      },
     ),
     openai: accounts(
       "openai",
@@ -160,7 +201,7 @@ export function parseCredentials(text: string): Credentials {
 /** Every real value in the credentials (what responses and logs are scrubbed of). */
 export function allSecrets(c: Credentials): Secret[] {
   return [
-    ...[...c.anthropic.accounts.values()].map((a) => a.value),
+    ...[...c.anthropic.accounts.values()].flatMap((a) => "value" in a ? [a.value] : []),
     ...[...c.openai.accounts.values()].map((a) => a.value),
     ...[...c.github.accounts.values()].map((a) => a.value),
     ...c.custom.map((r) => r.value),

@@ -34,7 +34,8 @@ import {
 } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
-import { loadCredentials } from "./credentials.ts";
+import { BridgeGuard, nftBinary } from "./guard.ts";
+import { type CustomRule, loadCredentials } from "./credentials.ts";
 import { applyDns, bridgeGateway } from "./dns.ts";
 import { EgressSecrets } from "./egress.ts";
 import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
@@ -178,7 +179,11 @@ export interface HostProxy {
 /** Starts the proxy from `config.yaml`, `credentials.yaml`, the CA and Incus. */
 export async function startHostProxy(
   paths: HostPaths,
-  opts: { shutdown?: { token: string; onShutdown: () => void } } = {},
+  opts: {
+    shutdown?: { token: string; onShutdown: () => void };
+    /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
+    toolRules?: CustomRule[];
+  } = {},
 ): Promise<HostProxy> {
   const config = await loadProxyConfig(`${paths.configDir}/config.yaml`);
   const creds = await loadCredentials(`${paths.configDir}/credentials.yaml`);
@@ -195,9 +200,15 @@ export async function startHostProxy(
     }
     const policy = new Policy(creds, {
       domains: config.domains,
+      ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const registry = new ClientRegistry(incusSource(incus), { now: Date.now });
+    const guard = new BridgeGuard(nftBinary());
+    cleanup.unshift(() => guard.close());
+    const registry = new ClientRegistry(incusSource(incus), {
+      now: Date.now,
+      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+    });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
     registry.start().catch(() => {});

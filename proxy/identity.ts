@@ -23,6 +23,7 @@
  */
 
 import type { Instance, InstanceState } from "../rpc/mod.ts";
+import type { GuardEntry } from "./guard.ts";
 import { type Grant, GRANT_NAMES, type GrantName } from "./policy.ts";
 
 /** The stamp prefix isx writes on instances (isx-mcp.md §4.2). */
@@ -49,10 +50,14 @@ export interface InstanceInfo {
   nicAddresses: string[];
   /** What it may be given when identified by configuration. */
   grant: Grant;
+  /** Its running NICs with configured addresses, for the bridge guard (proxy/guard.ts). */
+  guard?: GuardEntry[];
   /** Hex SHA-256 of the per-start instance secret, when stamped. */
   secretSha256?: string;
   /** Account pins per provider namespace (`user.incus-spawn.account.<ns>`). */
   pins: Record<string, string>;
+  /** Its template's `accounts:` (`user.incus-spawn.template-account.<ns>`). */
+  templateAccounts?: Record<string, string>;
 }
 
 /** An address's owner, and whether the owner's configuration names the address. */
@@ -87,7 +92,8 @@ function claims(
 }
 
 /**
- * Address → owner: a configured address with one claimant is its; two claimants, nobody's.
+ * Address → owner: a configured address with one claimant is its while it runs (a stopped
+ * owner sends nothing, so whoever sends from it is an impostor); two claimants, nobody's.
  * Reported addresses count only from instances with no configured address, only where no
  * configuration names them, and only with one claimant or one running claimant.
  */
@@ -95,7 +101,7 @@ export function addressMap(instances: readonly InstanceInfo[]): Map<string, Owne
   const configured = claims(instances, (i) => i.nicAddresses);
   const out = new Map<string, Owner>();
   for (const [a, list] of configured) {
-    if (list.length === 1) out.set(a, { info: list[0]!, byConfig: true });
+    if (list.length === 1 && list[0]!.running) out.set(a, { info: list[0]!, byConfig: true });
   }
   const reported = claims(instances, (i) => i.nicAddresses.length ? [] : i.addresses);
   for (const [a, list] of reported) {
@@ -148,24 +154,38 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
   const devices = { ...i.devices, ...(i.expanded_devices ?? {}) };
   const stamps: Record<string, string> = {};
   const pins: Record<string, string> = {};
+  const templateAccounts: Record<string, string> = {};
   for (const [k, v] of Object.entries(config)) {
     if (!k.startsWith(STAMP)) continue;
     stamps[k.slice(STAMP.length)] = v;
     if (k.startsWith(`${STAMP}account.`) && v) pins[k.slice(STAMP.length + 8)] = v;
+    if (k.startsWith(`${STAMP}template-account.`) && v) {
+      templateAccounts[k.slice(STAMP.length + 17)] = v;
+    }
   }
-  const nicAddresses = Object.values(devices).filter((d) => d.type === "nic").flatMap((d) =>
-    [d["ipv4.address"], d["ipv6.address"]].filter((a): a is string => !!a).map(normalizeAddress)
-  );
+  const configured = (d: Record<string, string>) =>
+    [d["ipv4.address"], d["ipv6.address"]].filter((a): a is string => !!a).map(normalizeAddress);
+  const nics = Object.entries(devices).filter(([, d]) => d.type === "nic");
+  const nicAddresses = nics.flatMap(([, d]) => configured(d));
+  const running = (i.state?.status ?? i.status) === "Running";
+  const guard: GuardEntry[] = [];
+  for (const [nic, d] of running ? nics : []) {
+    const port = config[`volatile.${nic}.host_name`];
+    const mac = config[`volatile.${nic}.hwaddr`];
+    if (port && mac && configured(d).length) guard.push({ port, mac, addresses: configured(d) });
+  }
   const project = i.project && i.project !== "default" ? `${i.project}/` : "";
   const info: InstanceInfo = {
     name: `${project}${i.name}`,
     created_at: i.created_at,
-    running: (i.state?.status ?? i.status) === "Running",
+    running,
     addresses: addressesOf(i.state),
     nicAddresses,
     grant: grantOf(stamps, nicsPinned(devices, config)),
     pins,
+    ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
+  if (guard.length) info.guard = guard;
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();
   return info;

@@ -38,6 +38,12 @@ Deno.test("addressMap: an address the NIC configuration names beats any guest's 
   equal(m.size, 3);
 });
 
+Deno.test("addressMap: a configured address of a stopped instance is nobody's", () => {
+  const stopped = info("stopped", { nicAddresses: ["10.77.0.8"], running: false });
+  const squatter = info("squatter", { addresses: ["10.77.0.8"] });
+  equal(addressMap([stopped, squatter]).get("10.77.0.8"), undefined);
+});
+
 Deno.test("addressMap: an address two configurations name is nobody's", () => {
   const x = info("x", { nicAddresses: ["10.77.0.9"] });
   const y = info("y", { nicAddresses: ["10.77.0.9"], running: false });

@@ -29,15 +29,36 @@
 
 export { type CaInfo, CaSigner, ensureCa, loadCa } from "./ca.ts";
 export * from "./activity.ts";
-export { DEFAULT_HOSTS, type Namespace, Policy, type PolicyConfig, type Route } from "./policy.ts";
+export {
+  DEFAULT_HOSTS,
+  type Namespace,
+  Policy,
+  type PolicyConfig,
+  type Route,
+  type VertexRoute,
+} from "./policy.ts";
+export {
+  ACCOUNT_KEYS,
+  ACCOUNT_NAME_RE,
+  type AccountChoices,
+  canonicalKey,
+  NAMESPACE_KEYS,
+  parseAccountPairs,
+  resolveAccount,
+  type Resolved,
+} from "./accounts.ts";
+export { translateMessages, type Translation, vertexHost } from "./vertex.ts";
+export { type RunCommand, VertexTokens } from "./vertex_token.ts";
 export {
   type Accounts,
   type AnthropicAccount,
+  type ClaudeAuthMode,
   type Credentials,
   type CustomRule,
   loadCredentials,
   parseCredentials,
   type TokenAccount,
+  type VertexConfig,
 } from "./credentials.ts";
 export { Secret } from "./secret.ts";
 export type { HeaderOp } from "./rewrite.ts";
@@ -54,6 +75,7 @@ export {
   type InstanceSource,
 } from "./clients.ts";
 export type { Grant, GrantName } from "./policy.ts";
+export type { GuardEntry } from "./guard.ts";
 export type { HealthInfo } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
 export {

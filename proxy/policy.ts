@@ -6,10 +6,15 @@
  * Namespaces: `anthropic` (API key → `x-api-key`; OAuth → drop `x-api-key`, add
  * `Authorization: Bearer`), `openai` (`Authorization: Bearer`), `github` (Basic with the
  * token as password on `github.com`, which git speaks; `Authorization: Bearer` on the API
- * hosts). Other domains get the `custom` rules: exact domain first, then the most specific
- * `*.suffix`. The account is the instance's pin (`user.incus-spawn.account.<ns>`), else the
- * namespace default, else the only or first account; a pin naming a missing account
- * **fails closed** with 502 and never falls back.
+ * hosts). Other domains get the header rules of credentials.yaml's `custom:` and of tools'
+ * `proxy:` (user and search-path layers only; the file's own rules win a tie): exact domain
+ * first, then the most specific `*.suffix`. The account is resolved by proxy/accounts.ts
+ * (pin > template `accounts:` > default), which fails closed (502) and never falls back.
+ *
+ * An Anthropic account of kind `vertex` sends `/v1/messages` to Vertex AI (translated by
+ * proxy/vertex.ts, with a token from its command), other Anthropic paths on as they are
+ * without a credential, and adds its token to requests a guest sends to its Vertex host
+ * itself; Vertex model paths are counted (§7.C).
  *
  * DNS sends a domain and all its subdomains to the proxy (dnsmasq `address=/d/`), so the
  * leaf certificate carries `d` and `*.d`; a subdomain with no rule of its own is relayed
@@ -19,13 +24,20 @@
  */
 
 import type { ModelProvider } from "./activity.ts";
-import type { AnthropicAccount, Credentials, TokenAccount } from "./credentials.ts";
+import { type AccountChoices, type Namespace, resolveAccount } from "./accounts.ts";
+import type {
+  AnthropicAccount,
+  Credentials,
+  CustomRule,
+  TokenAccount,
+  VertexConfig,
+} from "./credentials.ts";
 import { allSecrets } from "./credentials.ts";
-import type { HeaderOp } from "./rewrite.ts";
-import type { Secret } from "./secret.ts";
+import { type HeaderOp, utf8Base64 } from "./rewrite.ts";
+import { Secret } from "./secret.ts";
+import { isVertexModelPath, vertexHost } from "./vertex.ts";
 
-/** A provider namespace with built-in injection rules. */
-export type Namespace = "anthropic" | "openai" | "github";
+export type { Namespace } from "./accounts.ts";
 
 /** A name a caller's grant can list: a namespace, or `custom` for the custom rules. */
 export type GrantName = Namespace | "custom";
@@ -51,13 +63,6 @@ export const DEFAULT_HOSTS: Readonly<Record<Namespace, readonly string[]>> = {
   github: ["github.com", "api.github.com"],
 };
 
-/** Pin names accepted per namespace (the original calls Anthropic's `claude`). */
-const PIN_KEYS: Record<Namespace, string[]> = {
-  anthropic: ["anthropic", "claude"],
-  openai: ["openai", "codex"],
-  github: ["github"],
-};
-
 /** Model-call paths per namespace (query string excluded). */
 const MODEL_PATHS: Partial<Record<Namespace, readonly string[]>> = {
   anthropic: ["/v1/messages"],
@@ -70,11 +75,28 @@ export interface PolicyConfig {
   hosts?: { [K in Namespace]?: string[] | undefined };
   /** More intercepted domains (relayed and counted, credentials only by `custom` rules). */
   domains?: string[];
+  /** Header rules declared by tools (`proxy:` in tool YAML; user and search-path layers). */
+  toolRules?: CustomRule[];
+}
+
+/** What a Vertex account does with a request (see proxy/vertex.ts). */
+export interface VertexRoute {
+  /** The account's project, region and token command. */
+  config: VertexConfig;
+  /** `translate`: `/v1/messages` to `:rawPredict`; `passthrough`: a Vertex-shaped request. */
+  mode: "translate" | "passthrough";
 }
 
 /** What to do with one intercepted request. */
 export type Route =
-  | { kind: "forward"; namespace?: Namespace; ops: HeaderOp[]; model?: ModelProvider }
+  | {
+    kind: "forward";
+    namespace?: Namespace;
+    ops: HeaderOp[];
+    model?: ModelProvider;
+    /** Set when a Vertex token must be added (and, for `translate`, the request rewritten). */
+    vertex?: VertexRoute;
+  }
   | { kind: "fail"; status: 502; message: string };
 
 /** True when `host` matches `pattern`: exact, or `*.suffix` for strict subdomains. */
@@ -100,24 +122,6 @@ export function hostOnly(authority: string): string {
   return h.replace(/\.$/, "");
 }
 
-function pick<A>(
-  ns: Namespace,
-  accounts: { default: string | undefined; accounts: Map<string, A> },
-  pins: Readonly<Record<string, string>>,
-): { account?: A; error?: string } {
-  const key = PIN_KEYS[ns].find((k) => pins[k] !== undefined);
-  if (key !== undefined) {
-    const name = pins[key]!;
-    const account = accounts.accounts.get(name);
-    return account
-      ? { account }
-      : { error: `account "${name}" for ${ns} is not in credentials.yaml` };
-  }
-  const name = accounts.default ?? accounts.accounts.keys().next().value;
-  const account = name === undefined ? undefined : accounts.accounts.get(name);
-  return account ? { account } : {};
-}
-
 /** The decisions, built once from the credentials file and the `proxy:` config. */
 export class Policy {
   readonly #creds: Credentials;
@@ -125,6 +129,8 @@ export class Policy {
   readonly #domains: string[];
   readonly #secrets: Secret[];
   readonly #dnsNames: string[];
+  readonly #rules: CustomRule[];
+  readonly #vertexHosts: Map<string, VertexConfig>;
 
   /** Creates it (nothing runs until a start or a call). */
   constructor(creds: Credentials, config: PolicyConfig = {}) {
@@ -135,14 +141,28 @@ export class Policy {
       openai: lower(config.hosts?.openai ?? DEFAULT_HOSTS.openai),
       github: lower(config.hosts?.github ?? DEFAULT_HOSTS.github),
     };
+    // The credentials file's own rules come first, so they win a tie with a tool's.
+    this.#rules = [...creds.custom, ...(config.toolRules ?? [])];
+    this.#vertexHosts = new Map();
+    for (const a of creds.anthropic.accounts.values()) {
+      if (a.kind === "vertex") this.#vertexHosts.set(vertexHost(a.vertex.region), a.vertex);
+    }
     const all = [
       ...Object.values(this.#hosts).flat(),
-      ...creds.custom.map((r) => r.domain),
+      ...this.#rules.map((r) => r.domain),
+      ...this.#vertexHosts.keys(),
       ...lower(config.domains ?? []),
     ];
     this.#domains = [...new Set(all)].sort();
     this.#dnsNames = [...new Set(this.#domains.map(baseDomain))].sort();
-    this.#secrets = allSecrets(creds);
+    this.#secrets = [
+      ...allSecrets(creds),
+      ...(config.toolRules ?? []).map((r) => r.value),
+      // A fixed-user Basic header is a value of its own: a server echoing it back reveals it.
+      ...this.#rules.flatMap((r) =>
+        r.kind === "basic" ? [new Secret(utf8Base64(`${r.user}:${r.value.reveal()}`))] : []
+      ),
+    ];
   }
 
   /** Every intercepted domain pattern (what DNS maps and the certificate names). */
@@ -184,17 +204,36 @@ export class Policy {
     );
   }
 
+  /** True when a request must go through the buffering path (a Vertex translation). */
+  translates(host: string, path: string): boolean {
+    return this.#vertexHosts.size > 0 && this.namespaceOf(host) === "anthropic" &&
+      path.split("?")[0] === "/v1/messages";
+  }
+
   /**
-   * The decision for one request of a caller with this grant and these account pins. A
-   * namespace the grant does not cover gets no credential (and no pin check).
+   * The decision for one request of a caller with this grant, these account pins and its
+   * template's accounts. A namespace the grant does not cover gets no credential (and no
+   * pin check); Vertex counts as `anthropic`, tools' rules as `custom`.
    */
   route(
     req: { host: string; path: string },
-    caller: { grant: Grant; pins?: Readonly<Record<string, string>> },
+    caller: {
+      grant: Grant;
+      pins?: Readonly<Record<string, string>>;
+      templateAccounts?: Readonly<Record<string, string>>;
+    },
   ): Route {
     const pins = caller.pins ?? {};
+    const template = caller.templateAccounts ?? {};
     const host = hostOnly(req.host);
     const path = req.path.split("?")[0]!;
+    const choices: AccountChoices = { pins, template };
+    if (this.#vertexHosts.has(host)) {
+      if (!granted(caller.grant, "anthropic")) {
+        return { kind: "forward", ops: [], ...this.#vertexModel(path) };
+      }
+      return this.#vertexPassthrough(host, path, choices);
+    }
     const ns = this.namespaceOf(host);
     if (!ns) {
       return { kind: "forward", ops: granted(caller.grant, "custom") ? this.#custom(host) : [] };
@@ -203,10 +242,16 @@ export class Policy {
     const base = { kind: "forward" as const, namespace: ns, ...(model ? { model } : {}) };
     if (!granted(caller.grant, ns)) return { ...base, ops: [] };
     if (ns === "anthropic") {
-      const got = pick<AnthropicAccount>(ns, this.#creds.anthropic, pins);
+      const got = resolveAccount<AnthropicAccount>(ns, this.#creds.anthropic, choices);
       if (got.error) return { kind: "fail", status: 502, message: got.error };
       const a = got.account;
       if (!a) return { ...base, ops: [] };
+      if (a.kind === "vertex") {
+        // Not a model call: sent on to Anthropic as it is, the placeholder removed.
+        const strip: HeaderOp[] = [{ op: "delete", name: "x-api-key" }];
+        if (path !== "/v1/messages") return { ...base, ops: strip };
+        return { ...base, ops: strip, vertex: { config: a.vertex, mode: "translate" } };
+      }
       return {
         ...base,
         ops: a.kind === "oauth"
@@ -223,10 +268,10 @@ export class Policy {
           }],
       };
     }
-    const got = pick<TokenAccount>(
+    const got = resolveAccount<TokenAccount>(
       ns,
       ns === "openai" ? this.#creds.openai : this.#creds.github,
-      pins,
+      choices,
     );
     if (got.error) return { kind: "fail", status: 502, message: got.error };
     const a = got.account;
@@ -243,8 +288,29 @@ export class Policy {
     };
   }
 
+  #vertexModel(path: string): { model?: "anthropic" } {
+    return isVertexModelPath(path) ? { model: "anthropic" } : {};
+  }
+
+  /** A request a guest sends to a Vertex host itself: the caller's Vertex account's token. */
+  #vertexPassthrough(host: string, path: string, choices: AccountChoices): Route {
+    const got = resolveAccount<AnthropicAccount>("anthropic", this.#creds.anthropic, choices);
+    if (got.error) return { kind: "fail", status: 502, message: got.error };
+    const a = got.account;
+    const model = this.#vertexModel(path);
+    if (a?.kind !== "vertex" || vertexHost(a.vertex.region) !== host) {
+      return { kind: "forward", ops: [], ...model };
+    }
+    return {
+      kind: "forward",
+      ops: [{ op: "delete", name: "x-api-key" }],
+      ...model,
+      vertex: { config: a.vertex, mode: "passthrough" },
+    };
+  }
+
   #custom(host: string): HeaderOp[] {
-    const rules = this.#creds.custom.filter((r) => matchDomain(r.domain, host));
+    const rules = this.#rules.filter((r) => matchDomain(r.domain, host));
     const exact = rules.find((r) => !r.domain.startsWith("*."));
     const rule = exact ?? rules.sort((a, b) => b.domain.length - a.domain.length)[0];
     if (!rule) return [];

@@ -30,8 +30,9 @@ function headersFor(
   path = "/",
   pins: Record<string, string> = {},
   init: HeadersInit = {},
+  template: Record<string, string> = {},
 ) {
-  const r = policy.route({ host, path }, { pins, grant: "all" });
+  const r = policy.route({ host, path }, { pins, templateAccounts: template, grant: "all" });
   if (r.kind !== "forward") throw new TypeError(r.message);
   const h = new Headers(init);
   applyHeaderOps(h, r.ops);
@@ -49,7 +50,7 @@ Deno.test("Policy.route injects the default Anthropic API key and marks /v1/mess
 Deno.test("Policy.route uses a pinned OAuth account: x-api-key dropped, Bearer added", () => {
   const { h } = headersFor("api.anthropic.com", "/v1/messages", { claude: "work" }, {
     "x-api-key": "sk-ant-placeholder",
-  });
+  }, { claude: "work" });
   equal(h.get("x-api-key"), null);
   equal(h.get("authorization"), "Bearer sk-ant-oat01-WORK");
 });
@@ -105,7 +106,9 @@ Deno.test("Policy lists domains, DNS names and certificate names", () => {
   ok(policy.certNames().includes("*.github.com"));
   ok(policy.covers("codeload.github.com"));
   ok(!policy.covers("evilgithub.com"));
-  equal(policy.secrets().length, 8);
+  // 8 values, plus the Basic header of the fixed-user rule (bob:PW), scrubbed as one.
+  equal(policy.secrets().length, 9);
+  ok(policy.secrets().some((s) => s.reveal() === btoa("bob:PW")));
 });
 
 Deno.test("matchDomain and hostOnly follow the wildcard and authority rules", () => {

@@ -12,7 +12,8 @@
  *
  * What the relay does not speak itself it hands, connection and all, to the `Deno.serve`
  * handler on a loopback port (the caller passed along by source port, as for CONNECT):
- * upgrades (WebSockets), HTTP/1.0, and request targets that are not origin-form. A request
+ * upgrades (WebSockets), HTTP/1.0, request targets that are not origin-form, and model
+ * calls translated for Vertex AI (which need the whole body). A request
  * whose framing is ambiguous gets 400, one whose head is over 64 KiB 431. A call ends
  * exactly once: when its response is delivered, or when either side goes away (a read on
  * the guest's connection watches for that while the response is pending).
@@ -44,6 +45,7 @@ import {
   writeAll,
 } from "./relay_body.ts";
 import { scrubText } from "./rewrite.ts";
+import { hostOnly } from "./policy.ts";
 import { Scrubber } from "./scrub.ts";
 import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
 import type { ModelCall, TrafficCall } from "./counter.ts";
@@ -176,6 +178,11 @@ class Session {
     if (typeof framing === "string") return await this.#refuse(400, framing);
     const authority = req.headers.get("host");
     if (!authority) return await this.#refuse(400, "missing Host header");
+    // A call to translate for Vertex needs its whole body: the `Deno.serve` handler's job.
+    if (this.#deps.policy.translates(hostOnly(authority), req.target)) {
+      await this.#handOver(text);
+      return false;
+    }
     const caller = await callerOf(
       this.#deps,
       this.#guest.remoteAddr as Deno.NetAddr,

@@ -76,7 +76,8 @@ function basicUser(current: string | null, fallback: string): string {
   }
 }
 
-function utf8Base64(s: string): string {
+/** Base64 of a string's UTF-8 bytes (what a Basic header carries). */
+export function utf8Base64(s: string): string {
   return Buffer.from(s, "utf8").toString("base64");
 }
 

@@ -24,6 +24,8 @@ import { bodyKind, UsageReader } from "./usage.ts";
 import { decodeStream, DecodingUsageReader } from "./decode.ts";
 import { bodyPlan } from "./relay_decode.ts";
 import { relayWebSocket } from "./websocket.ts";
+import { upstreamUrl } from "./upstream.ts";
+import { MAX_TRANSLATED_BODY, NOT_FOR_VERTEX, translateMessages } from "./vertex.ts";
 
 /** A short plain-text answer from the proxy itself. */
 export function proxyText(status: number, message: string): Response {
@@ -109,8 +111,30 @@ export function interceptHandler(
         ...(client ? { client } : {}),
       });
     }
+    let target = a.target;
+    let body: BodyInit | null = req.body;
+    if (a.vertex) {
+      // The whole body is needed to translate it; a bounded read, counted as sent.
+      const text = await boundedText(req, MAX_TRANSLATED_BODY);
+      if (text !== undefined) a.traffic.sent(new TextEncoder().encode(text).length);
+      const t = text === undefined
+        ? { error: `the request body is over ${MAX_TRANSLATED_BODY} bytes` }
+        : translateMessages(text, a.vertex.config);
+      if ("error" in t) {
+        a.model?.end({ responded: false });
+        a.traffic.end();
+        return proxyText(400, `cannot send this call to Vertex AI: ${t.error}`);
+      }
+      if (t.dropped.length) log.debug("proxy: fields not sent to Vertex", { fields: t.dropped });
+      target = upstreamUrl({ host: a.vertex.host, pathAndQuery: t.path }, deps.overrides);
+      for (const h of NOT_FOR_VERTEX) a.headers.delete(h);
+      a.headers.set("content-type", "application/json");
+      body = t.body;
+    }
     return await relay(req, info, {
-      target: a.target,
+      target,
+      body,
+      counted: a.vertex !== undefined,
       headers: a.headers,
       traffic: a.traffic,
       model: a.model,
@@ -121,11 +145,34 @@ export function interceptHandler(
   };
 }
 
+/** The request body as text, or undefined when it is over `max` bytes. */
+async function boundedText(req: Request, max: number): Promise<string | undefined> {
+  if (!req.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const c of req.body) {
+    size += c.length;
+    if (size > max) return undefined;
+    chunks.push(c);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
 async function relay(
   req: Request,
   info: Deno.ServeHandlerInfo<Deno.NetAddr>,
   o: {
     target: string;
+    /** The body to send (the guest's, or a translation already counted as sent). */
+    body: BodyInit | null;
+    /** True when the body's bytes were counted already. */
+    counted: boolean;
     headers: Headers;
     traffic: TrafficCall;
     model: ModelCall | undefined;
@@ -140,7 +187,9 @@ async function relay(
   info.completed.catch(() => gone.abort());
   let upstream: Response;
   try {
-    const body = req.body?.pipeThrough(counting((n) => traffic.sent(n))) ?? null;
+    const body = o.counted || !(o.body instanceof ReadableStream)
+      ? o.body
+      : o.body.pipeThrough(counting((n) => traffic.sent(n)));
     upstream = await fetch(o.target, {
       method: req.method,
       headers: o.headers,

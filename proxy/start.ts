@@ -21,6 +21,7 @@ import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { LeafCache } from "./leaf_cache.ts";
 import { checkOverrides } from "./upstream.ts";
 import { normalizeAddress } from "./clients.ts";
+import { VertexTokens } from "./vertex_token.ts";
 import { ConnectionCap, connectionGate, DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
 import type { Resolver } from "./egress_guard.ts";
 import type { HostNets } from "./egress_dial.ts";
@@ -68,6 +69,8 @@ export interface StartProxyOptions {
   httpClient?: Deno.HttpClient;
   /** Test and benchmark only: CA certificates the relay trusts for upstream TLS. */
   upstreamCaCerts?: string[];
+  /** Vertex access tokens (default: from each account's command, cached). */
+  vertexTokens?: VertexTokens;
   /** Whether the bridge DNS points at the proxy (reported by `/health`). */
   dnsConfigured?: boolean;
   /** Enables `POST /shutdown` on the ops port for callers presenting this token. */
@@ -134,6 +137,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     counter,
     overrides,
     handoff,
+    vertexTokens: opts.vertexTokens ?? new VertexTokens({ now }),
     ...(opts.egress ? { egress: opts.egress } : {}),
     ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
   };

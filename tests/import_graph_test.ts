@@ -146,6 +146,8 @@ const PURE = [
   "rpc/sandbox/compose/interpolate.ts",
   "rpc/sandbox/compose/merge.ts",
   "proxy/policy.ts",
+  "proxy/accounts.ts",
+  "proxy/vertex.ts",
   "proxy/identity.ts",
   "proxy/handoff.ts",
   "proxy/rewrite.ts",

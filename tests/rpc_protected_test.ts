@@ -3,7 +3,7 @@
  * HOME of our own) cannot read the host user's keys: `~/.ssh`, the isx credentials file and
  * the proxy CA's key are denied to it although its working-directory grant covers them, and
  * a compose secret file under them (directly or through a symlink) is refused with
- * `invalid` naming the path and why. No Incus is needed: both refusals come first.
+ * `invalid` naming the path and why, as is a compose or env file linking there (`parse`). No Incus is needed: both refusals come first.
  */
 
 import assert from "node:assert/strict";
@@ -25,6 +25,8 @@ async function withRpcInHome(fn: (p: ProgramHandle, home: string) => Promise<voi
     await Deno.writeTextFile(`${home}/${rel}`, `${SECRET}\n`);
   }
   await Deno.symlink(`${home}/${KEYS.ssh}`, `${home}/innocent.txt`);
+  await Deno.symlink(`${home}/${KEYS.credentials}`, `${home}/innocent.yaml`);
+  await Deno.symlink(`${home}/${KEYS.credentials}`, `${home}/innocent.env`);
   const env = {
     HOME: home,
     XDG_CONFIG_HOME: "",
@@ -81,6 +83,31 @@ Deno.test("isb rpc started from $HOME cannot read ~/.ssh, the credentials or the
   });
 });
 
+Deno.test("compose and env files that link into the isx config are refused unread", async () => {
+  await withRpcInHome(async (p, home) => {
+    await p.readJson();
+    await Deno.writeTextFile(`${home}/isb.yaml`, "services:\n  web: {image: debian-base}\n");
+    const cases = [
+      { files: ["./innocent.yaml"] },
+      { files: ["./isb.yaml"], env_files: ["./innocent.env"] },
+    ];
+    let id = 0;
+    for (const params of cases) {
+      await p.send({ id: ++id, method: "compose.load", params });
+      const r = await p.readJson();
+      const err = errorOf(r);
+      // a compose or env file that cannot be read is `parse` naming it (isb-rpc.md §3)
+      assert.equal(err.code, "parse", err.message);
+      assert.ok(
+        err.message.includes(`a link to ${home}/${KEYS.credentials} is under`),
+        err.message,
+      );
+      assert.match(err.message, /which isb rpc never reads/);
+      assert.ok(!JSON.stringify(r).includes(SECRET));
+    }
+  });
+});
+
 Deno.test("compose.up with a secret file under ~/.ssh or the isx config is invalid, naming it", async () => {
   await withRpcInHome(async (p, home) => {
     await p.readJson();
@@ -114,4 +141,14 @@ Deno.test("compose.up with a secret file under ~/.ssh or the isx config is inval
       assert.ok(!JSON.stringify(r).includes(SECRET));
     }
   });
+});
+
+Deno.test("isx commands other than rpc start without rpc's read denials", () => {
+  for (const opts of [{ prog: "isx" as const }, { env: { ISX_PROG: "isx" } }]) {
+    for (const cmd of ["build", "init", "proxy", "branch"]) {
+      const args = programArgs([cmd], opts);
+      assert.ok(!args.some((a) => a.startsWith("--deny-read")), `${cmd}: ${args.join(" ")}`);
+    }
+    assert.ok(programArgs(["rpc"], opts).some((a) => a.startsWith("--deny-read=")));
+  }
 });

@@ -41,9 +41,29 @@ export const STAMP = {
   network: "network",
   /** Hex SHA-256 of the per-start secret in /run/isx/instance-secret. */
   secretHash: "instance-secret-sha256",
+  /** Prefix: an instance's account pin per namespace (`account.claude=work`). */
+  account: "account.",
+  /** Prefix: a template's `accounts:` per namespace, carried to every copy. */
+  templateAccount: "template-account.",
   /** The fixed IPv4 address of the instance's filtered NIC. */
   staticIp: "static-ip",
 } as const;
+
+/** The stamps of a template's `accounts:` (`template-account.<ns>`), prefix-less. */
+export function templateAccountStamps(accounts: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [ns, name] of Object.entries(accounts)) out[STAMP.templateAccount + ns] = name;
+  return out;
+}
+
+/** The `template-account.*` stamps among prefix-less stamps (what a copy carries on). */
+export function carriedAccountStamps(stamps: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(stamps)) {
+    if (k.startsWith(STAMP.templateAccount) && v) out[k] = v;
+  }
+  return out;
+}
 
 /** The full config key of a stamp. */
 export function stampKey(key: string): string {

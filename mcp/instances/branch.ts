@@ -10,7 +10,7 @@
 
 import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
 import { startLong, waitForIpv4 } from "../host/waits.ts";
-import { copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
+import { carriedAccountStamps, copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
@@ -36,6 +36,8 @@ export interface BranchOptions {
   limits?: Limits;
   /** Extra stamps (prefix-less), e.g. the MCP server's `mcp-*`. */
   stamps?: Record<string, string>;
+  /** Account pins by namespace key (`claude: work`), stamped `account.<ns>`. */
+  accounts?: Record<string, string>;
   /** Wait for an IPv4 address (default: yes unless airgap). */
   waitForAddress?: boolean;
 }
@@ -118,6 +120,10 @@ export async function branchInstance(
     // no stamp is no trust: the proxy gives credentials only to trusted instances
     [STAMP.trusted]: ts[STAMP.trusted] === "true" ? "true" : "false",
     [STAMP.buildId]: ts[STAMP.buildId] ?? "",
+    ...carriedAccountStamps(ts),
+    ...Object.fromEntries(
+      Object.entries(opts.accounts ?? {}).map(([ns, name]) => [STAMP.account + ns, name]),
+    ),
     ...opts.stamps,
   };
   const net = await networkDevices(client, network, opts.proxy);

@@ -6,6 +6,7 @@
  * @module
  */
 
+export * from "./accounts.ts";
 export * from "./branch.ts";
 export * from "./lifecycle.ts";
 export * from "./list.ts";

@@ -18,8 +18,9 @@ import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
-import type { Held, Session } from "./mod.ts";
-import { randomTag } from "./mod.ts";
+import type { Session } from "./session.ts";
+import type { Held } from "./types.ts";
+import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
 
 /** What create_instance was asked. */

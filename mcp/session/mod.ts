@@ -11,3 +11,4 @@ export * from "./audit.ts";
 export * from "./identity.ts";
 export * from "./types.ts";
 export * from "./session.ts";
+export { engineTasks } from "./tasks.ts";

@@ -41,7 +41,11 @@ export interface TaskService {
     key?: string;
   }): Promise<TaskEntry>;
   /** The command tasks of an instance recorded under `key` (replay), if any. */
-  findKeyed(instance: string, key: string): Promise<{ task_id: string; run: number } | undefined>;
+  findKeyed(
+    s: Session,
+    instance: string,
+    key: string,
+  ): Promise<{ task_id: string; run: number } | undefined>;
   /** Full status (one exec) as task_status answers it. */
   status(s: Session, t: TaskEntry): Promise<Record<string, unknown>>;
   /** Cheap probe of several tasks of one instance (one exec). */
@@ -52,6 +56,8 @@ export interface TaskService {
   cancel(s: Session, instance: string, ids: string[]): Promise<void>;
   /** Registers the task records an instance holds; returns their ids. */
   adopt(s: Session, instance: string): Promise<string[]>;
+  /** Starts polling the session's tasks for changes; returns the stop. */
+  watch(s: Session): () => void;
 }
 
 /** What a session needs from the world. */

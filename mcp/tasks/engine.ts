@@ -106,8 +106,11 @@ export interface TaskEngine {
   ): Promise<Map<string, Decided>>;
   /** Every task directory in the instance, re-validated (adoption, spec §3.4 listing). */
   list(instance: string): Promise<TaskListing[]>;
-  /** Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6). */
-  cancel(instance: string, taskIds: string[]): Promise<void>;
+  /**
+   * Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6).
+   * Resolves to each task's state read in the same exec, afterwards (for the watcher).
+   */
+  cancel(instance: string, taskIds: string[]): Promise<Map<string, Decided>>;
   /** A command task's output tails and exit (spec §2.9). */
   result(instance: string, taskId: string, o: { outputBytes: number }): Promise<CommandResult>;
 }
@@ -209,10 +212,12 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
     },
     async cancel(instance, ids) {
       checkIds(ids);
-      if (ids.length === 0) return;
+      if (ids.length === 0) return new Map();
       const step = `cancel ${ids.join(", ")}`;
       const r = await script(instance, CANCEL_SH, ids, { step, deadlineMs: 120_000 });
       if (r.code !== 0) throw scriptFailed(step, instance, r);
+      const seen = parseProbe(r.stdout);
+      return new Map(ids.map((id) => [id, seen.get(id) ?? { state: "unknown", run: 0 }]));
     },
     async result(instance, taskId, o) {
       const n = clampTail(o.outputBytes, STATUS_TAIL_BYTES);

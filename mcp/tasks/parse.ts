@@ -77,8 +77,6 @@ export interface TaskListing {
   cwd?: string;
 }
 
-const DEC = new TextDecoder("utf-8", { fatal: true });
-
 function exitOf(s: string | undefined): number | "invalid" | undefined {
   if (s === undefined || s === "-") return undefined;
   return /^\d{1,3}$/.test(s) && Number(s) <= 255 ? Number(s) : "invalid";
@@ -109,17 +107,6 @@ export function parseProbe(text: string): Map<string, Decided> {
     if (f) out.set(f.id, decideState(f.facts));
   }
   return out;
-}
-
-function text(b64: string | undefined): string | undefined {
-  if (b64 === undefined || b64 === "") return undefined;
-  const bytes = fromBase64(b64);
-  if (!bytes) return undefined;
-  try {
-    return DEC.decode(bytes).replace(/\n$/, "");
-  } catch {
-    return undefined;
-  }
 }
 
 function tail(b64: string | undefined): string {
@@ -194,10 +181,10 @@ export function parseStatus(taskId: string, out: string): TaskStatus {
     stderr_tail: tail(errLine),
     ...recorded({
       ...opt("kind", kv.get("kind")),
-      ...opt("model", text(kv.get("model"))),
-      ...opt("maxTurns", text(kv.get("max-turns"))),
-      ...opt("key", text(kv.get("key"))),
-      ...opt("cwd", text(kv.get("cwd"))),
+      ...opt("model", kv.get("model")),
+      ...opt("maxTurns", kv.get("max-turns")),
+      ...opt("key", kv.get("key")),
+      ...opt("cwd", kv.get("cwd")),
     }),
   };
   if (d.exit_code !== undefined) st.exit_code = d.exit_code;
@@ -205,7 +192,7 @@ export function parseStatus(taskId: string, out: string): TaskStatus {
   if (started) st.started_at = started;
   const activity = epochIso(kv.get("activity"));
   if (activity) st.last_activity = activity;
-  const sid = text(kv.get("session_id"));
+  const sid = kv.get("session_id");
   if (sid !== undefined && SESSION_ID_RE.test(sid)) st.session_id = sid;
   return st;
 }
@@ -222,7 +209,9 @@ export function parseListing(out: string): TaskListing[] {
     if (bar < 0) continue;
     const f = parseFacts(line.slice(0, bar));
     if (!f) continue;
-    const [kind, model, maxTurns, key, cwd] = line.slice(bar + 2).split("|").map(text);
+    const fields = line.slice(bar + 2).split("|");
+    const [kind, model, maxTurns, key] = fields.map((v) => v === "" ? undefined : v);
+    const cwd = fields.length > 4 ? fields.slice(4).join("|") : undefined; // the rest: a path
     const d = decideState(f.facts);
     const t: TaskListing = {
       task_id: f.id,

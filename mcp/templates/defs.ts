@@ -84,7 +84,17 @@ export interface TemplateDef {
   network?: "full" | "proxy-only" | "airgap" | undefined;
   /** Default resource limits of instances. */
   limits?: TemplateLimits | undefined;
+  /** The proxy account per namespace its instances use unless pinned (`claude: work`). */
+  accounts?:
+    | Partial<Record<"claude" | "anthropic" | "openai" | "codex" | "github", string>>
+    | undefined;
 }
+
+/** A credential rule a tool declares for the proxy; values may hold `${configKey}`. */
+export type ToolProxyRuleDef =
+  | { domain: string; bearer: string }
+  | { domain: string; header: string; value: string }
+  | { domain: string; basic: { user: string; password: string } };
 
 /** A package fetched from npm on the host and delivered into the guest. */
 export interface NpmDef {
@@ -130,4 +140,8 @@ export interface ToolDef {
   env?: Record<string, string | number | boolean> | undefined;
   /** Text added to the agent's environment primer. */
   agent_note?: string | undefined;
+  /** Values the tool's `proxy:` rules name as `${key}` (secrets: only the proxy reads them). */
+  configuration?: Record<string, string> | undefined;
+  /** Credential rules for the proxy (honoured from user and search-path layers only). */
+  proxy?: ToolProxyRuleDef[] | undefined;
 }

@@ -151,6 +151,7 @@ function addLayer(defs: Definitions, kind: LayerKind, dir: string): void {
     const text = readText(file);
     if (text === undefined) continue;
     const def = parseTool(file, parseYamlText(file, text), stemOf(file));
+    if (!trusted) refuseProxyRules(file, def);
     const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""));
     defs.tools.set(def.name, { def, file, layer: kind, trusted, files });
   }
@@ -161,6 +162,15 @@ function addLayer(defs: Definitions, kind: LayerKind, dir: string): void {
     const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""));
     defs.templates.set(def.name, { def, file, layer: kind, trusted, files });
   }
+}
+
+/** A project-local tool may not hand the proxy credentials rules (docs/proxy.md). */
+export function refuseProxyRules(file: string, def: ToolDef): void {
+  if (def.proxy === undefined && def.configuration === undefined) return;
+  throw new IsbError(
+    "invalid",
+    `tool file "${file}": fields "proxy" and "configuration" are read only from ~/.config/isx/tools and search paths, never from a project's .isx/: move the tool there`,
+  );
 }
 
 /** The built-in layer alone (pure apart from nothing: no file access). */

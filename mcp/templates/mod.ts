@@ -14,4 +14,5 @@ export * from "./plan.ts";
 export * from "./cache.ts";
 export * from "./program.ts";
 export * from "./build.ts";
+export * from "./proxy_rules.ts";
 export { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";

@@ -9,7 +9,16 @@
 
 import { type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { capture, type GuestUser, ROOT, runScript } from "../host/guest.ts";
-import { aptCacheDir, fetchNpm, type HostTools, parsePrintUris } from "./cache.ts";
+import {
+  aptCacheDir,
+  type DebEntry,
+  downloadArgs,
+  parsePrintUris,
+  readCachedDeb,
+  storeDeb,
+  withHashes,
+} from "./apt_cache.ts";
+import { fetchNpm, type HostTools } from "./cache.ts";
 import { bundleProgram, GUEST_PROGRAM, launcherText, type ProgramSource } from "./program.ts";
 import { AGENT_USER, type Step } from "./steps.ts";
 
@@ -96,20 +105,30 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
     ...APT_OPTS.split(" "),
     ...packages,
   ], { step: "list packages to download" });
-  const debs = parsePrintUris(uris);
+  let debs = parsePrintUris(uris);
+  const fetchArgs = downloadArgs(debs);
+  if (fetchArgs.length) {
+    // install --print-uris gives MD5 or no hash on Debian 12; download --print-uris SHA-256
+    const out = await capture(ctx.client, ctx.instance, [
+      "apt-get",
+      "download",
+      "-qq",
+      "--print-uris",
+      ...fetchArgs,
+    ], { step: "list package hashes" }).catch(() => "");
+    debs = withHashes(debs, out);
+  }
   const dir = aptCacheDir(ctx.cacheDir);
   Deno.mkdirSync(dir, { recursive: true });
-  const missing: string[] = [];
+  const missing: DebEntry[] = [];
   for (const deb of debs) {
-    let data: Uint8Array;
-    try {
-      data = Deno.readFileSync(`${dir}/${deb}`);
-    } catch {
+    const data = await readCachedDeb(dir, deb); // checked against apt's SHA-256
+    if (!data) {
       missing.push(deb);
       continue;
     }
-    await ctx.client.pushFile(ctx.instance, `/var/cache/apt/archives/${deb}`, data, {
-      step: `push cached ${deb}`,
+    await ctx.client.pushFile(ctx.instance, `/var/cache/apt/archives/${deb.name}`, data, {
+      step: `push cached ${deb.name}`,
       mode: 0o644,
     });
   }
@@ -125,15 +144,14 @@ async function apt(ctx: StepContext, packages: string[], label: string): Promise
   });
   if (code !== 0) throw new IsbError("operation_failed", `step "${label}" exited with ${code}`);
   for (const deb of missing) {
+    if (!deb.sha256) continue; // nothing to check a later push against: not cached
     let pulled;
     try {
-      pulled = await ctx.client.pullFile(ctx.instance, `/var/cache/apt/archives/${deb}`);
+      pulled = await ctx.client.pullFile(ctx.instance, `/var/cache/apt/archives/${deb.name}`);
     } catch {
       continue; // apt may name a file differently than it printed; caching is best effort
     }
-    const tmp = `${dir}/.${deb}.${crypto.randomUUID().slice(0, 8)}`;
-    Deno.writeFileSync(tmp, pulled.data);
-    Deno.renameSync(tmp, `${dir}/${deb}`);
+    await storeDeb(dir, deb, pulled.data);
   }
 }
 

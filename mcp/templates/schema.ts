@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { IsbError } from "../../rpc/mod.ts";
 import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
+import { headerValue, ProxyRuleSchema } from "./proxy_schema.ts";
 
 export type {
   FileDef,
@@ -21,6 +22,7 @@ export type {
   TemplateLimits,
   ToolDef,
   ToolParamDef,
+  ToolProxyRuleDef,
   ToolRef,
 } from "./defs.ts";
 
@@ -85,6 +87,9 @@ const LimitsSchema = z.strictObject({
   processes: z.number().int().positive().optional(),
 });
 
+/** Namespaces a template's `accounts:` may name (the proxy's, see docs/proxy.md). */
+export const ACCOUNT_NAMESPACES = ["claude", "anthropic", "openai", "codex", "github"] as const;
+
 /** A template definition file. */
 const TemplateSchema = z.strictObject({
   name: name.optional(),
@@ -103,6 +108,12 @@ const TemplateSchema = z.strictObject({
   agent_note: z.string().optional(),
   network: z.enum(["full", "proxy-only", "airgap"]).optional(),
   limits: LimitsSchema.optional(),
+  accounts: z.partialRecord(
+    z.enum(ACCOUNT_NAMESPACES),
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+      error: "an account name from credentials.yaml",
+    }),
+  ).optional(),
 });
 
 /** A package fetched from npm on the host and delivered into the guest. */
@@ -140,6 +151,11 @@ const ToolSchema = z.strictObject({
   files: z.array(FileSchema).optional(),
   env: envMap.optional(),
   agent_note: z.string().optional(),
+  configuration: z.record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "keys like api_token" }),
+    headerValue,
+  ).optional(),
+  proxy: z.array(ProxyRuleSchema).optional(),
 });
 
 // The interfaces of defs.ts are exactly these schemas' outputs (checked both ways).

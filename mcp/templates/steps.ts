@@ -130,6 +130,21 @@ export function workdirOf(chain: Chain): string {
   return `/home/${AGENT_USER}`;
 }
 
+/**
+ * The chain's `accounts:` merged (a child's namespace wins), keyed as the proxy stamps
+ * them: `claude` for `anthropic`, `openai` for `codex`.
+ */
+export function accountsOf(chain: Chain): Record<string, string> {
+  const canonical: Record<string, string> = { anthropic: "claude", codex: "openai" };
+  const out: Record<string, string> = {};
+  for (const l of chain) {
+    for (const [ns, name] of Object.entries(l.template.def.accounts ?? {})) {
+      if (name !== undefined) out[canonical[ns] ?? ns] = name;
+    }
+  }
+  return out;
+}
+
 /** The chain's merged environment (guest contract, then tools' and templates' `env`). */
 export function chainEnv(chain: Chain, facts: GuestFacts): Record<string, string> {
   const env = guestEnv(facts);

@@ -123,7 +123,7 @@ const exec = tool({
             `idempotency key "${key}" already started task ${known.id} on "${known.instance}" for another command; use a new key`,
           );
         }
-        const found = known ? { task_id: known.id } : await svc.findKeyed(args.instance, key);
+        const found = known ? { task_id: known.id } : await svc.findKeyed(s, args.instance, key);
         if (found) {
           return {
             structured: {

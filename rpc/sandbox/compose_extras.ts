@@ -20,6 +20,7 @@ import type { ComposeFile, SandboxSpec } from "./spec.ts";
 import { secretFileMode } from "./spec_parts.ts";
 import { ensureGuestDir } from "./guest_dir.ts";
 import { refuseProtected } from "./protected.ts";
+import { checkUnitValues, secretPath } from "./unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {
@@ -82,7 +83,7 @@ export async function gatherSecretValues(
   return out;
 }
 
-/** Writes the service's secret files to `/run/secrets/<target>`; true when any changed. */
+/** Writes the service's secret files to `/run/secrets/<target>` (checked); true when any changed. */
 export async function pushSecretFiles(
   incus: IncusClient,
   name: string,
@@ -94,9 +95,9 @@ export async function pushSecretFiles(
   const owner = /^\d+(:\d+)?$/.test(spec.user ?? "") ? spec.user!.split(":") : ["0", "0"];
   await ensureGuestDir(incus, name, "/run/secrets");
   let changed = false;
+  checkUnitValues(name, spec);
   for (const ref of refs) {
-    const target = ref.target ?? ref.source;
-    const path = target.startsWith("/") ? target : `/run/secrets/${target}`;
+    const path = secretPath(ref.target ?? ref.source);
     const mode = secretFileMode(ref);
     if (typeof mode === "string") throw new IsbError("invalid", `${name}: ${mode}`);
     const value = values[ref.source] ?? "";
@@ -130,6 +131,7 @@ function systemdQuote(s: string): string {
 
 /** The unit text for a service's command. */
 export function unitText(service: string, spec: SandboxSpec): string {
+  checkUnitValues(service, spec);
   const argv = spec.command ?? [];
   const login = spec.exec?.login === true;
   const line = login
@@ -149,7 +151,7 @@ export function unitText(service: string, spec: SandboxSpec): string {
   ];
   if (spec.user) lines.push(`User=${spec.user.split(":")[0]}`);
   if (spec.user?.includes(":")) lines.push(`Group=${spec.user.split(":")[1]}`);
-  if (spec.working_dir) lines.push(`WorkingDirectory=${spec.working_dir}`);
+  if (spec.working_dir) lines.push(`WorkingDirectory=${spec.working_dir.replace(/%/g, "%%")}`);
   lines.push(
     `ExecStart=${line.map(systemdQuote).join(" ")}`,
     "",

@@ -34,6 +34,7 @@ import {
   composeUp,
 } from "./compose_ops.ts";
 import { type ComposeFs, DENO_FS } from "./compose_fs.ts";
+import { protectFs } from "./protected.ts";
 import { cachedServerInfo, poolFacts } from "./host_facts.ts";
 import {
   forceDelete,
@@ -250,7 +251,7 @@ export function createEngine(opts: EngineOptions): Engine {
     protectedPaths: opts.protectedPaths ?? [],
     serverInfo: cachedServerInfo(() => (opts.clock ?? SYSTEM_CLOCK).now()),
   };
-  const fs = opts.fs ?? DENO_FS;
+  const fs = protectFs(opts.fs ?? DENO_FS, opts.protectedPaths ?? []);
   const pool = async (incus: IncusClient, requested?: string) =>
     pickPool(await poolFacts(incus), requested);
   const engine: Engine = {

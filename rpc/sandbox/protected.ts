@@ -10,6 +10,7 @@
 
 import { posix } from "node:path";
 import { IsbError } from "../errors.ts";
+import type { ComposeFs } from "./compose_fs.ts";
 
 /** The protected root that holds `path`, if any (both absolute; no symlinks resolved here). */
 export function protectedRoot(path: string, roots: readonly string[]): string | undefined {
@@ -32,4 +33,24 @@ export function refuseProtected(what: string, path: string, roots: readonly stri
       "project's directory",
     { data: { path } },
   );
+}
+
+/**
+ * `fs` refusing files whose canonical path is protected: a compose or env file that is a
+ * symlink into `~/.ssh` would otherwise be read past Deno's denial (and an env file's values
+ * end up in a sandbox's environment). A protected path named directly fails in `realPath`
+ * under the denial and is left to it.
+ */
+export function protectFs(fs: ComposeFs, roots: readonly string[]): ComposeFs {
+  if (roots.length === 0) return fs;
+  const check = async (p: string) => {
+    const canon = await fs.realPath(p).catch(() => undefined);
+    if (canon !== undefined && canon !== p) refuseProtected(`file ${p}, a link to`, canon, roots);
+    if (canon !== undefined) refuseProtected("file", canon, roots);
+  };
+  return {
+    readTextFile: async (p) => (await check(p), await fs.readTextFile(p)),
+    isFile: async (p) => (await check(p), await fs.isFile(p)),
+    realPath: (p) => fs.realPath(p),
+  };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../errors.ts";
 import { gatherSecretValues } from "./compose_extras.ts";
-import { protectedRoot } from "./protected.ts";
+import { protectedRoot, protectFs } from "./protected.ts";
 import { canonicalBindSource } from "./resolve_devices.ts";
 import { invalidWith, testHost } from "./_fixtures.ts";
 import type { ComposeFile } from "./spec.ts";
@@ -85,4 +85,24 @@ Deno.test("gatherSecretValues refuses a secret file under a protected path, even
     },
   );
   assert.deepEqual(ok, { k: "fine" });
+});
+
+Deno.test("protectFs refuses a file whose canonical path is protected, before reading it", async () => {
+  const read: string[] = [];
+  const links: Record<string, string> = { "/home/dev/proj/.env": "/home/dev/.ssh/id_ed25519" };
+  const fs = protectFs({
+    readTextFile: (p) => (read.push(p), Promise.resolve("x")),
+    isFile: () => Promise.resolve(true),
+    realPath: (p) => Promise.resolve(links[p] ?? p),
+  }, ROOTS);
+  for (const p of ["/home/dev/proj/.env", "/home/dev/.config/isx/credentials.yaml"]) {
+    await assert.rejects(fs.readTextFile(p), (e: unknown) => {
+      assert.ok(e instanceof IsbError && e.code === "invalid", String(e));
+      assert.match(e.message, /which isb rpc never reads/);
+      return true;
+    });
+    await assert.rejects(fs.isFile(p), IsbError);
+  }
+  assert.deepEqual(read, []);
+  assert.equal(await fs.readTextFile("/home/dev/proj/isb.yaml"), "x");
 });

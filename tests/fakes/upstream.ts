@@ -8,6 +8,8 @@
  * - `POST /v1/messages`: Anthropic-shaped; `"stream": true` → SSE with `message_start`
  *   usage then `message_delta` usage; else JSON. The body echoes the `x-api-key` it got,
  *   so a test can check the proxy scrubs real values from responses.
+ * - `POST /v1/projects/…:rawPredict` / `:streamRawPredict`: Vertex AI, answered as
+ *   `/v1/messages` (streamed for `:streamRawPredict`); the echoed key is `authorization`.
  * - `POST /v1/responses`, `POST /v1/chat/completions`: OpenAI-shaped usage.
  * - `POST /v1/messages` with `"hold": true`, or `GET /hold`: streams one event, then holds
  *   the response open until the client goes.
@@ -139,8 +141,9 @@ export function startFakeUpstream(): FakeUpstream {
     ) {
       return held(state);
     }
-    if (url.pathname === "/v1/messages") {
-      const stream = body.includes('"stream":true');
+    const vertex = /^\/v1\/projects\/[^?]*:(stream)?[rR]awPredict$/.exec(url.pathname);
+    if (url.pathname === "/v1/messages" || vertex) {
+      const stream = vertex ? vertex[1] === "stream" : body.includes('"stream":true');
       if (!stream) {
         return Response.json({ id: "m", echo: key, usage: { input_tokens: 3, output_tokens: 4 } });
       }

@@ -23,7 +23,7 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Working directory of the child (default: the test's cwd). */
   cwd?: string;
-  /** The program name (default `isb`). */
+  /** The program name (default: `ISX_PROG` of `env`, else `isb`). */
   prog?: "isb" | "isx";
 }
 
@@ -68,7 +68,9 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
     execPath: Deno.execPath(),
     ...(socket ? { socket } : {}),
   });
-  const flags = launchFlags(ctx, launchMode(opts.prog ?? "isb", command));
+  // the program name as the child sees it: opts.prog, else ISX_PROG in its env, else isb
+  const prog = opts.prog ?? opts.env?.ISX_PROG ?? "isb";
+  const flags = launchFlags(ctx, launchMode(prog, command));
   return [
     "run",
     "--quiet",
@@ -86,7 +88,7 @@ export function spawnProgram(args: string[], opts: SpawnOptions = {}): ProgramHa
   const argv = programArgs(args, opts);
   const child = new Deno.Command(Deno.execPath(), {
     args: argv,
-    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: opts.prog ?? "isb" },
+    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: opts.prog ?? opts.env?.ISX_PROG ?? "isb" },
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     stdin: "piped",
     stdout: "piped",

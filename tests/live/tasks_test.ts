@@ -77,12 +77,13 @@ Deno.test({
         async () => {
           const r = await engine.startCommand(name, {
             taskId: id(1),
-            command: "echo out; echo err >&2; sleep 1; exit 7",
+            command: "echo out; echo err >&2; until [ -e /tmp/go-1 ]; do sleep 0.1; done; exit 7",
             key: "job:1",
           });
           assert.deepEqual(r, { task_id: id(1), run: 1 });
           assert.equal((await engine.probe(name, [id(1)])).get(id(1)), "running");
           assert.equal((await engine.status(name, id(1))).state, "running");
+          assert.equal((await sh(incus, name, "touch /tmp/go-1")).code, 0);
           await untilDone(id(1));
           const st = await engine.status(name, id(1));
           assert.equal(st.state, "finished");

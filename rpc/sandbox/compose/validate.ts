@@ -2,7 +2,7 @@
  * What a loaded compose file must satisfy beyond its schema (isb-rpc.md §12.4, §12.5): the
  * defaults filled in (project name, sandbox names, volume names), named mounts of declared
  * volumes, `depends_on` (known, not self, no cycle), secrets (one source each, declared where
- * used, octal modes), environment secrets only where a command receives them, healthcheck
+ * used, octal modes, targets under /run/secrets), `user`/`working_dir` fit for unit lines, environment secrets only where a command receives them, healthcheck
  * shapes, `deploy` (replicated only; `resources.limits` folded into `cpus`/`mem_limit`) and
  * OCI command quoting; plus dependency order and service selection. Pure; errors are plain
  * messages (the loader makes them `parse` errors naming the files).
@@ -17,6 +17,7 @@ import { isOci, parseImage } from "../resolve_image.ts";
 import type { ComposeFile, SandboxSpec, SecretDef } from "../spec.ts";
 import { validateSecretName } from "../spec_egress.ts";
 import { secretFileMode } from "../spec_service.ts";
+import { checkUnitValues } from "../unit_values.ts";
 import { sanitizeName, serviceSandboxName, volumeIncusName } from "./names.ts";
 
 /** Checks that a secret definition has exactly one source; a message when it does not. */
@@ -134,6 +135,7 @@ export function finishComposeFile(
 
 function validateService(file: ComposeFile, service: string, spec: SandboxSpec): void {
   const s = JSON.stringify(service);
+  checkUnitValues(service, spec);
   for (const dep of Object.keys(spec.depends_on ?? {})) {
     if (!(dep in file.services)) {
       throw invalid(`service ${s} depends on ${JSON.stringify(dep)}, which is not a service here`);

@@ -105,6 +105,33 @@ const MERGED_ERRORS = [
     doc: 'services:\n  web: {image: docker:x, command: ["it\'s \\"x\\""]}\n',
     has: ["both ' and"],
   },
+  {
+    name: "a secret target that climbs out of /run/secrets",
+    doc:
+      "secrets: {k: {file: ./k}}\nservices:\n  web: {image: x, secrets: [{source: k, target: ../../etc/cron.d/x}]}\n",
+    has: ['service "web": secrets[0].target "../../etc/cron.d/x" has a . or .. segment'],
+  },
+  {
+    name: "an absolute secret target outside /run/secrets",
+    doc:
+      "secrets: {k: {file: ./k}}\nservices:\n  web: {image: x, secrets: [{source: k, target: /root/.ssh/authorized_keys}]}\n",
+    has: ["secrets[0].target", "is absolute outside /run/secrets"],
+  },
+  {
+    name: "a user with a newline (a unit line of its own)",
+    doc: 'services:\n  web: {image: x, command: [app], user: "dev\\nExecStartPre=/bin/sh"}\n',
+    has: ['service "web": user', "has a control character"],
+  },
+  {
+    name: "a relative working_dir",
+    doc: "services:\n  web: {image: x, command: [app], working_dir: srv}\n",
+    has: ['service "web": working_dir "srv" is not an absolute path'],
+  },
+  {
+    name: "a working_dir with a control character",
+    doc: 'services:\n  web: {image: x, command: [app], working_dir: "/srv\\u0007"}\n',
+    has: ["working_dir", "has a control character"],
+  },
 ];
 
 for (const c of MERGED_ERRORS) {

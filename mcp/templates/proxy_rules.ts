@@ -1,0 +1,107 @@
+/**
+ * Credential rules that tools declare for the proxy (`proxy:` in a tool's YAML,
+ * shared/spec/isx-mcp.md §7.G): `bearer`, `basic` or `header`, each value a literal or
+ * `${key}` from the tool's own `configuration:` map. Only the user layer
+ * (`~/.config/isx/tools`) and search paths count: a project's `.isx/` is someone else's
+ * repository, and a rule there could send the user's secrets to any domain it names (the
+ * loader refuses such files outright, and this reader never looks there).
+ *
+ * {@link toolProxyRules} is pure (definitions in, rules out); {@link loadToolProxyRules}
+ * reads only the `tools/` directories, so the proxy needs no other definition files.
+ * Values are returned as plain strings; the proxy wraps them as secrets at once.
+ *
+ * @module
+ */
+
+import { IsbError } from "../../rpc/mod.ts";
+import { parseYamlText } from "./load.ts";
+import { parseTool, type ToolDef } from "./schema.ts";
+
+/** One resolved rule: values substituted, ready for the proxy. */
+export type ToolProxyRule =
+  | { tool: string; domain: string; kind: "bearer"; value: string }
+  | { tool: string; domain: string; kind: "header"; header: string; value: string }
+  | { tool: string; domain: string; kind: "basic"; user: string; value: string };
+
+/** Substitutes `${key}` from the tool's configuration; an unknown key is an error. */
+function substitute(tool: ToolDef, file: string, where: string, text: string): string {
+  const out = text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, key: string) => {
+    const v = tool.configuration?.[key];
+    if (v === undefined) {
+      throw new IsbError(
+        "invalid",
+        `tool file "${file}": field "${where}": \${${key}} is not in the tool's configuration`,
+      );
+    }
+    return v;
+  });
+  if (out === "") {
+    throw new IsbError("invalid", `tool file "${file}": field "${where}": the value is empty`);
+  }
+  return out;
+}
+
+/** The rules of these tools (each with the file it came from), in order. */
+export function toolProxyRules(tools: readonly { def: ToolDef; file: string }[]): ToolProxyRule[] {
+  const out: ToolProxyRule[] = [];
+  for (const { def, file } of tools) {
+    (def.proxy ?? []).forEach((r, i) => {
+      const at = (f: string) => `proxy[${i}].${f}`;
+      const base = { tool: def.name, domain: r.domain };
+      if ("bearer" in r) {
+        out.push({ ...base, kind: "bearer", value: substitute(def, file, at("bearer"), r.bearer) });
+      } else if ("header" in r) {
+        out.push({
+          ...base,
+          kind: "header",
+          header: r.header,
+          value: substitute(def, file, at("value"), r.value),
+        });
+      } else {
+        out.push({
+          ...base,
+          kind: "basic",
+          user: r.basic.user,
+          value: substitute(def, file, at("basic.password"), r.basic.password),
+        });
+      }
+    });
+  }
+  return out;
+}
+
+function toolFiles(dir: string): string[] {
+  try {
+    const names: string[] = [];
+    for (const e of Deno.readDirSync(`${dir}/tools`)) {
+      if ((e.isFile || e.isSymlink) && /\.ya?ml$/.test(e.name)) names.push(e.name);
+    }
+    return names.sort().map((n) => `${dir}/tools/${n}`);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [];
+    throw new IsbError("io", `read tools directory "${dir}/tools": ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Reads the tools of the user layer and the search paths (a later layer's tool replaces an
+ * earlier one of the same name, as for builds) and returns their rules.
+ */
+export function loadToolProxyRules(
+  dirs: { configDir: string; searchPaths?: readonly string[] },
+): ToolProxyRule[] {
+  const tools = new Map<string, { def: ToolDef; file: string }>();
+  for (const dir of [dirs.configDir, ...(dirs.searchPaths ?? [])]) {
+    for (const file of toolFiles(dir)) {
+      let text: string;
+      try {
+        text = Deno.readTextFileSync(file);
+      } catch (e) {
+        throw new IsbError("io", `read tool "${file}": ${(e as Error).message}`);
+      }
+      const def = parseTool(file, parseYamlText(file, text), file.replace(/^.*\/|\.ya?ml$/g, ""));
+      tools.set(def.name, { def, file });
+    }
+  }
+  return toolProxyRules([...tools.values()]);
+}

@@ -1,0 +1,59 @@
+/**
+ * The schema of a tool's `proxy:` rules (credential rules the host proxy applies; see
+ * proxy_rules.ts and docs/proxy.md). Strict where a value reaches an upstream request head:
+ * no line breaks or control characters in values, no `Host`, framing or hop-by-hop header
+ * names, lowercase domains with a dot. Pure.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+
+/** A domain a tool's proxy rule covers: a name with a dot, or `*.` and one. */
+const DOMAIN_RE = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/;
+/** A header value: printable ASCII, no line breaks (nothing can be smuggled into the head). */
+const HEADER_VALUE_RE = /^[\x20-\x7e]+$/;
+/** Headers a tool may not set: framing, routing and hop-by-hop ones. */
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "upgrade",
+  "te",
+  "trailer",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "x-isx-instance-secret",
+]);
+
+const domain = z.string().regex(DOMAIN_RE, {
+  error: 'a lowercase domain like api.example.com, or "*.example.com" for its subdomains',
+});
+/** A header value (also `configuration:` values). */
+export const headerValue = z.string().regex(HEADER_VALUE_RE, {
+  error: "a non-empty value without line breaks or control characters",
+});
+
+/** A credential rule the proxy applies to a domain (`proxy:` in a tool). */
+export const ProxyRuleSchema = z.union([
+  z.strictObject({ domain, bearer: headerValue }),
+  z.strictObject({
+    domain,
+    header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: "a header name" })
+      .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), {
+        error: "a header the proxy does not reserve (not Host, framing or hop-by-hop ones)",
+      }),
+    value: headerValue,
+  }),
+  z.strictObject({
+    domain,
+    basic: z.strictObject({
+      user: z.string().regex(/^[\x20-\x39\x3b-\x7e]*$/, {
+        error: "a printable user name without ':'",
+      }),
+      password: headerValue,
+    }),
+  }),
+], { error: "a rule with domain and one of bearer, header + value, or basic: {user, password}" });

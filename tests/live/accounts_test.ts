@@ -1,0 +1,131 @@
+/**
+ * Account pins and template `accounts:` against a real incusd: a root template built with
+ * `accounts:` through `isx build`, branched with `isx branch --account`, re-pinned with
+ * `isx proxy account set|unset|list` (the CLI, as a person would), and the proxy's own view
+ * of the instance (its registry's listing through the Incus client) fed to the policy: the
+ * pins and template accounts resolve as docs/proxy.md says and fail closed.
+ */
+
+import assert from "node:assert/strict";
+import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { IsxHome } from "../templates_env.ts";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { readStamps, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
+import { ensureCa, incusSource, parseCredentials, Policy } from "../../proxy/mod.ts";
+
+const CREDS = `
+anthropic:
+  accounts:
+    work: { api_key: sk-ant-api03-LIVE-work }
+    other: { api_key: sk-ant-api03-LIVE-other }
+    sub: { oauth_token: sk-ant-oat01-LIVE-sub }
+github:
+  accounts:
+    me: { token: ghp_LIVEme }
+`;
+
+Deno.test({
+  name:
+    "isx build stamps accounts:, isx branch --account and isx proxy account pin, the proxy resolves them",
+  ignore: NO_INCUS,
+  async fn(t) {
+    const p = testName("acc");
+    const [tpl, inst] = [`${p}-tpl`, `${p}-i`];
+    await using home = new IsxHome();
+    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    try {
+      await ensureCa(`${home.stateDir}/ca`);
+      home.define("templates", tpl, `image: ${LIVE_IMAGE}\naccounts: { anthropic: work }\n`);
+
+      const built = await t.step("isx build stamps the template's accounts:", async () => {
+        const r = await home.isx(["build", "-q", tpl]);
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        const s = readStamps((await c.getInstance(tpl)).value.config);
+        assert.equal(s["template-account.claude"], "work");
+      });
+      if (!built) return;
+
+      const branched = await t.step(
+        "isx branch --account pins and carries the template's accounts",
+        async () => {
+          const bad = await home.isx(["branch", inst, "--from", tpl, "--account", "aws=x"]);
+          assert.equal(bad.code, 2, bad.stderr);
+          assert.match(bad.stderr, /namespace must be one of/);
+          const r = await home.isx(["branch", inst, "--from", tpl, "--account", "github=me"]);
+          assert.equal(r.code, 0, r.stderr);
+          const s = readStamps((await c.getInstance(inst)).value.config);
+          assert.equal(s["template-account.claude"], "work");
+          assert.equal(s["account.github"], "me");
+        },
+      );
+      if (!branched) return;
+
+      await t.step("isx proxy account set|unset|list change and show the pins", async () => {
+        let r = await home.isx(["proxy", "account", "set", inst, "anthropic=other"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /claude=other/);
+        r = await home.isx(["proxy", "account", "list", "--json"]);
+        assert.equal(r.code, 0, r.stderr);
+        const row = (JSON.parse(r.stdout) as { instance: string }[]).find((x) =>
+          x.instance === inst
+        );
+        assert.deepEqual(row, {
+          instance: inst,
+          template: tpl,
+          pins: { claude: "other", github: "me" },
+          template_accounts: { claude: "work" },
+        });
+        r = await home.isx(["proxy", "account", "set", tpl, "claude=x"]);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /it is a template: set accounts: in its definition/);
+        r = await home.isx(["proxy", "account", "set", `${p}-missing`, "claude=x"]);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /no such instance/);
+      });
+
+      await t.step(
+        "the proxy's listing of the instance resolves pins > template and fails closed",
+        async () => {
+          const policy = new Policy(parseCredentials(CREDS));
+          const info = (await incusSource(c).listInstances()).find((i) => i.name === inst)!;
+          assert.deepEqual(info.pins, { claude: "other", github: "me" });
+          assert.deepEqual(info.templateAccounts, { claude: "work" });
+          const req = { host: "api.anthropic.com", path: "/v1/messages" };
+          const who = {
+            grant: "all" as const,
+            pins: info.pins,
+            templateAccounts: info.templateAccounts!,
+          };
+          const ok = policy.route(req, who);
+          assert.ok(
+            ok.kind === "forward" &&
+              ok.ops.some((o) => o.op === "set" && o.value.reveal() === "sk-ant-api03-LIVE-other"),
+          );
+          let r = await home.isx(["proxy", "account", "set", inst, "claude=sub"]);
+          assert.equal(r.code, 0, r.stderr);
+          const pins = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          const mode = policy.route(req, { ...who, pins });
+          assert.ok(
+            mode.kind === "fail" &&
+              /uses oauth but this instance was built for api_key/.test(mode.message),
+          );
+          r = await home.isx(["proxy", "account", "unset", inst, "claude"]);
+          assert.equal(r.code, 0, r.stderr);
+          const after = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          assert.deepEqual(after, { github: "me" });
+          const tplOnly = policy.route(req, { ...who, pins: after });
+          assert.ok(
+            tplOnly.kind === "forward" &&
+              tplOnly.ops.some((o) =>
+                o.op === "set" && o.value.reveal() === "sk-ant-api03-LIVE-work"
+              ),
+          );
+        },
+      );
+    } finally {
+      await removeInstance(c, inst).catch(() => {});
+      await removeInstance(c, tpl).catch(() => {});
+      c.close();
+    }
+  },
+});
