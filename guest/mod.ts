@@ -5,7 +5,19 @@
  * @module
  */
 
+import type { AgentRunnerFile } from "./agents/mod.ts";
+
 export { runTask, type TaskSpec } from "./task_runner.ts";
+export {
+  AGENT_NAMES,
+  AGENT_RUNNER_FILES,
+  type AgentEvent,
+  type AgentName,
+  agentRunnerArgv,
+  type AgentRunnerFile,
+  type ResultEvent,
+  type RunnerPlace,
+} from "./agents/mod.ts";
 export {
   CANCEL_SH,
   FOREGROUND_KILL_SH,
@@ -26,4 +38,9 @@ export const GUEST_TASKS_ROOT = "/var/lib/isx/tasks";
 /** Reads a runner script's source (to push it into an instance). */
 export function readGuestScript(name: typeof GUEST_SCRIPTS[number]): Promise<string> {
   return Deno.readTextFile(`${import.meta.dirname}/${name}`);
+}
+
+/** Reads one agent runner file's source (to push into an instance, to the same name). */
+export function readAgentRunnerFile(name: AgentRunnerFile): Promise<string> {
+  return Deno.readTextFile(`${import.meta.dirname}/agents/${name}`);
 }

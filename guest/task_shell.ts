@@ -102,11 +102,14 @@ if [ "$n" = 1 ]; then
 else
   [ -d "$d" ] || { echo "isx: task $id has no directory" >&2; exit 4; }
 fi
-cat >"$d/prompt-$n.md"
-printf '%s' "$b64" | base64 -d >"$d/run-$n.sh"
-printf '%s\n' "$kind" >"$d/kind"
-if [ -n "$key" ]; then printf '%s\n' "$key" >"$d/key"; fi
+# every file is written aside and renamed in: a symlink planted in the directory is
+# replaced, never followed, and a retried launch overwrites what a failed one left
+t=$(mktemp "$d/.prompt.XXXXXX"); cat >"$t"; mv -fT "$t" "$d/prompt-$n.md"
+t=$(mktemp "$d/.run.XXXXXX"); printf '%s' "$b64" | base64 -d >"$t"; mv -fT "$t" "$d/run-$n.sh"
+wr "$d/kind" "$kind"
+if [ -n "$key" ]; then wr "$d/key" "$key"; fi
 chown -R -- "$u:$g" "$d"
+chmod 644 -- "$d/prompt-$n.md" "$d/run-$n.sh" "$d/kind"
 q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \

@@ -25,6 +25,7 @@ import { decodeStream, DecodingUsageReader } from "./decode.ts";
 import { bodyPlan } from "./relay_decode.ts";
 import { relayWebSocket } from "./websocket.ts";
 import { upstreamUrl } from "./upstream.ts";
+import type { VertexConfig } from "./credentials.ts";
 import { MAX_TRANSLATED_BODY, NOT_FOR_VERTEX, translateMessages } from "./vertex.ts";
 
 /** A short plain-text answer from the proxy itself. */
@@ -135,6 +136,7 @@ export function interceptHandler(
       target,
       body,
       counted: a.vertex !== undefined,
+      ...(a.vertex ? { vertex: a.vertex.config } : {}),
       headers: a.headers,
       traffic: a.traffic,
       model: a.model,
@@ -173,6 +175,8 @@ async function relay(
     body: BodyInit | null;
     /** True when the body's bytes were counted already. */
     counted: boolean;
+    /** The Vertex account of a translated call (a 401 drops its cached token). */
+    vertex?: VertexConfig;
     headers: Headers;
     traffic: TrafficCall;
     model: ModelCall | undefined;
@@ -207,6 +211,8 @@ async function relay(
     return proxyText(502, `upstream ${host} unreachable: ${why}`);
   }
   traffic.responded();
+  // The token was revoked or expired before its TTL: the next call runs the command again.
+  if (o.vertex && upstream.status === 401) o.deps.vertexTokens?.invalidate(o.vertex);
   const plan = bodyPlan(upstream.headers.get("content-encoding"), {
     body: upstream.body !== null && req.method !== "HEAD",
     scrubbing: !Scrubber.of(o.secrets).empty,

@@ -141,7 +141,7 @@ function fakeRun(outputs: { code?: number; out?: string; timedOut?: boolean }[])
 
 Deno.test("VertexTokens caches a token until its TTL and shares one run between callers", async () => {
   let now = 1000;
-  const f = fakeRun([{ out: "ya29.FIRST\n" }, { out: "ya29.SECOND" }]);
+  const f = fakeRun([{ out: "ya29.FIRST\n" }, { out: "ya29.SECOND" }, { out: "ya29.THIRD" }]);
   const t = new VertexTokens({ run: f.run, now: () => now });
   const [a, b] = await Promise.all([t.get(CONFIG), t.get(CONFIG)]);
   equal(a!.reveal(), "ya29.FIRST");
@@ -153,6 +153,9 @@ Deno.test("VertexTokens caches a token until its TTL and shares one run between 
   equal((await t.get(CONFIG)).reveal(), "ya29.SECOND");
   equal(t.secrets().length, 2);
   assertEquals(f.calls[0], ["gcloud", "auth", "print-access-token"]);
+  t.invalidate(CONFIG);
+  equal((await t.get(CONFIG)).reveal(), "ya29.THIRD", "invalidate makes the next call run it");
+  equal(f.calls.length, 3);
 });
 
 Deno.test("VertexTokens refuses empty, failing, multi-word or slow answers without quoting them", async () => {

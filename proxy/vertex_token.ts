@@ -90,6 +90,11 @@ export class VertexTokens {
     return [...this.#seen];
   }
 
+  /** Forgets this account's cached token (Vertex answered 401 with it). */
+  invalidate(config: VertexConfig): void {
+    this.#cache.delete(JSON.stringify(config.tokenCommand));
+  }
+
   /** A token for this account: cached, or from one run of its command. */
   get(config: VertexConfig): Promise<Secret> {
     const key = JSON.stringify(config.tokenCommand);

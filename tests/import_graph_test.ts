@@ -172,6 +172,7 @@ const PURE = [
   "guest/agents/pi.ts",
   "guest/agents/opencode.ts",
   "guest/agents/table.ts",
+  "guest/agents/argv.ts",
 ];
 
 Deno.test("the pure modules open no sockets, files, processes or timers", () => {

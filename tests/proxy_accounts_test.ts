@@ -85,7 +85,7 @@ interface Env {
   close(): Promise<void>;
 }
 
-async function setup(instances: Caller[]): Promise<Env> {
+async function setup(instances: Caller[], tokenCommand?: string[]): Promise<Env> {
   const dir = await Deno.makeTempDir();
   await Deno.mkdir(`${dir}/config/tools`, { recursive: true });
   await Deno.writeTextFile(`${dir}/config/tools/tooltest.yaml`, TOOL);
@@ -113,7 +113,14 @@ async function setup(instances: Caller[]): Promise<Env> {
       forward: { hostname: "127.0.0.1", port: 0 },
       health: [{ hostname: "127.0.0.1", port: 0 }],
     },
-    policy: new Policy(parseCredentials(CREDS), { toolRules: rules }),
+    policy: new Policy(
+      parseCredentials(
+        tokenCommand
+          ? CREDS.replace(/token_command: .*\n/, `token_command: ${JSON.stringify(tokenCommand)}\n`)
+          : CREDS,
+      ),
+      { toolRules: rules },
+    ),
     ca,
     clients: callers,
     vertexTokens: new VertexTokens(),
@@ -322,5 +329,31 @@ Deno.test("proxy gives a caller without a grant no Vertex token and no tool cred
     equal(env.up.requests.at(-1)!.headers["authorization"], undefined);
   } finally {
     await env.close();
+  }
+});
+
+Deno.test("proxy runs the token command again after Vertex answers 401", async () => {
+  const v = caller("inst-r");
+  const dir = await Deno.makeTempDir();
+  const counter = `${dir}/n`;
+  const script = `const f=${JSON.stringify(counter)};let n=0;` +
+    `try{n=Number(Deno.readTextFileSync(f))}catch{};n++;Deno.writeTextFileSync(f,String(n));` +
+    `console.log("ya29.RUN-"+n)`;
+  const env = await setup([v], [Deno.execPath(), "eval", script]);
+  try {
+    const first = await env.request(v, "api.anthropic.com", "/v1/messages", {
+      body: { ...MESSAGE, model: "claude-unauthorized" },
+    });
+    equal(first.status, 401);
+    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-1");
+    const second = await env.request(v, "api.anthropic.com", "/v1/messages", { body: MESSAGE });
+    equal(second.status, 200, second.body);
+    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2");
+    const third = await env.request(v, "api.anthropic.com", "/v1/messages", { body: MESSAGE });
+    equal(third.status, 200);
+    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2", "cached again");
+  } finally {
+    await env.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -3,8 +3,10 @@
  * access inside the instance; seed 000), the prompt on stdin (`-`), resumed with
  * `codex exec resume <thread_id>`. Its session is the `thread_id` of the first event. Codex
  * reports tokens (`turn.completed.usage`) but neither turns nor cost, so the result has
- * `usage` only. OpenAI counts cached input inside `input_tokens`; the subset uses Anthropic's
- * split, so cached tokens move to `cache_read_input_tokens`.
+ * `usage` only. That usage is the thread's total so far (a resumed run's includes the earlier
+ * runs'), so the translator subtracts the total the previous run ended with. OpenAI counts
+ * cached input inside `input_tokens`; the subset uses Anthropic's split, so cached tokens
+ * move to `cache_read_input_tokens`.
  *
  * @module
  */
@@ -20,6 +22,7 @@ import {
   said,
   str,
   type Translator,
+  type Usage,
   used,
   zeroUsage,
 } from "./events.ts";
@@ -63,10 +66,21 @@ export function codexLaunch(req: LaunchRequest): Launch {
 export class CodexTranslator implements Translator {
   #session: string | undefined;
   #usage = zeroUsage();
+  #baseline: Usage;
   #turns = 0;
   #failed: string | undefined;
   #last = "";
   #started = new Set<string>();
+
+  /** `baseline`: the thread's usage when the previous run ended (run 1: none). */
+  constructor(baseline?: Usage) {
+    this.#baseline = baseline ?? zeroUsage();
+  }
+
+  /** The thread's total usage as Codex last reported it (what the next run subtracts). */
+  get threadUsage(): Usage {
+    return { ...this.#usage };
+  }
 
   /** The session (thread) id seen so far. */
   get sessionId(): string | undefined {
@@ -90,6 +104,7 @@ export class CodexTranslator implements Translator {
         this.#turns++;
         const u = isObject(e.usage) ? e.usage : {};
         const cached = num(u.cached_input_tokens);
+        this.#usage = zeroUsage(); // a running total: the last report replaces the others
         addUsage(this.#usage, {
           input_tokens: Math.max(0, num(u.input_tokens) - cached),
           output_tokens: num(u.output_tokens),
@@ -156,8 +171,20 @@ export class CodexTranslator implements Translator {
       is_error: !ok,
       result,
       ...(this.#session ? { session_id: this.#session } : {}),
-      ...(this.#turns > 0 ? { usage: { ...this.#usage } } : {}),
+      ...(this.#turns > 0 ? { usage: minus(this.#usage, this.#baseline) } : {}),
       permission_denials: [],
     }];
   }
+}
+
+function minus(a: Usage, b: Usage): Usage {
+  return {
+    input_tokens: Math.max(0, a.input_tokens - b.input_tokens),
+    output_tokens: Math.max(0, a.output_tokens - b.output_tokens),
+    cache_read_input_tokens: Math.max(0, a.cache_read_input_tokens - b.cache_read_input_tokens),
+    cache_creation_input_tokens: Math.max(
+      0,
+      a.cache_creation_input_tokens - b.cache_creation_input_tokens,
+    ),
+  };
 }

@@ -22,6 +22,12 @@ export type {
 } from "./events.ts";
 export { LineBuffer } from "./events.ts";
 export type { Launch, LaunchRequest } from "./launch.ts";
+export {
+  AGENT_RUNNER_FILES,
+  agentRunnerArgv,
+  type AgentRunnerFile,
+  type RunnerPlace,
+} from "./argv.ts";
 export { opencodeModel } from "./opencode.ts";
 export { piSessionFile, runAgent, type RunAgentOptions, type RunAgentOutcome } from "./run.ts";
-export { AGENT_NAMES, agentLaunch, agentTranslator } from "./table.ts";
+export { AGENT_NAMES, agentLaunch, agentTranslator, type TranslatorContext } from "./table.ts";

@@ -4,14 +4,16 @@
  * `prompt-<n>.md` (read; piped to the agent's stdin, which is then closed: three of the
  * four agents wait for EOF), `events-<n>.jsonl` (the translated events, appended),
  * `stderr-<n>.log`, `session_id` (written aside then renamed once the session is known;
- * for Pi only once Pi has saved its session file) and `exit-<n>` (aside then renamed, last).
+ * for Pi only once Pi has saved its session file), `codex-usage.json` (Codex's running token
+ * total, which the next run subtracts) and `exit-<n>` (aside then renamed, last).
  * The agent is spawned without a shell; a SIGTERM or SIGINT to the runner is passed on to it.
  *
  * @module
  */
 
-import { agentLaunch, agentTranslator } from "./table.ts";
-import type { AgentEvent, AgentName, ResultEvent, Translator } from "./events.ts";
+import { agentLaunch, agentTranslator, type TranslatorContext } from "./table.ts";
+import { CodexTranslator } from "./codex.ts";
+import type { AgentEvent, AgentName, ResultEvent, Translator, Usage } from "./events.ts";
 import { LineBuffer } from "./events.ts";
 import type { LaunchRequest } from "./launch.ts";
 
@@ -62,6 +64,17 @@ async function readIfThere(path: string): Promise<string | undefined> {
 async function tail(path: string, bytes: number): Promise<string> {
   const all = await Deno.readFile(path).catch(() => new Uint8Array());
   return new TextDecoder().decode(all.subarray(Math.max(0, all.length - bytes)));
+}
+
+/** Codex's thread usage at the end of the last run (its reports are running totals). */
+const CODEX_USAGE = "codex-usage.json";
+
+async function readJson(path: string): Promise<unknown> {
+  try {
+    return JSON.parse((await readIfThere(path)) ?? "null");
+  } catch {
+    return null;
+  }
 }
 
 /** The session file Pi keeps for a task. */
@@ -147,7 +160,15 @@ async function runOnce(
     if (e instanceof TypeError) return await refuse(e.message, 2);
     throw e;
   }
-  const tr = agentTranslator(agent, recorded);
+  const ctx: TranslatorContext = recorded ? { resume: recorded } : {};
+  if (agent === "codex" && run > 1) {
+    const base = await readJson(`${dir}/${CODEX_USAGE}`) as Record<string, unknown> | null;
+    const keys = ["input_tokens", "output_tokens", "cache_read_input_tokens"] as const;
+    if (base && [...keys, "cache_creation_input_tokens"].every((k) => Number.isFinite(base[k]))) {
+      ctx.baseline = base as unknown as Usage;
+    }
+  }
+  const tr = agentTranslator(agent, ctx);
   const stderrPath = `${dir}/stderr-${run}.log`;
   const stderr = await Deno.open(stderrPath, { write: true, create: true, truncate: true });
   let child: Deno.ChildProcess;
@@ -192,6 +213,9 @@ async function runOnce(
       const saved = await piSavedSession(dir);
       sessionSaved = saved !== undefined && saved === tr.sessionId;
       if (sessionSaved && run === 1) await writeAside(`${dir}/session_id`, `${saved}\n`);
+    }
+    if (tr instanceof CodexTranslator) {
+      await writeAside(`${dir}/${CODEX_USAGE}`, JSON.stringify(tr.threadUsage) + "\n");
     }
     const final = tr.end({ code, stderrTail: await tail(stderrPath, 2000), sessionSaved });
     await write(final);

@@ -6,7 +6,7 @@
 
 import { claudeLaunch, ClaudeTranslator } from "./claude.ts";
 import { codexLaunch, CodexTranslator } from "./codex.ts";
-import type { AgentName, Translator } from "./events.ts";
+import type { AgentName, Translator, Usage } from "./events.ts";
 import type { Launch, LaunchRequest } from "./launch.ts";
 import { opencodeLaunch, OpencodeTranslator } from "./opencode.ts";
 import { piLaunch, PiTranslator } from "./pi.ts";
@@ -32,16 +32,24 @@ export function agentLaunch(req: LaunchRequest): Launch {
   }
 }
 
-/** A fresh translator for one run of `agent` (`resume`: the session that run resumes). */
-export function agentTranslator(agent: AgentName, resume?: string): Translator {
+/** What a translator knows of the runs before: the session resumed, Codex's thread usage. */
+export interface TranslatorContext {
+  /** The session this run resumes. */
+  resume?: string;
+  /** Codex: the thread's usage when the previous run ended. */
+  baseline?: Usage;
+}
+
+/** A fresh translator for one run of `agent`. */
+export function agentTranslator(agent: AgentName, ctx: TranslatorContext = {}): Translator {
   switch (agent) {
     case "claude":
       return new ClaudeTranslator();
     case "codex":
-      return new CodexTranslator();
+      return new CodexTranslator(ctx.baseline);
     case "pi":
       return new PiTranslator();
     case "opencode":
-      return new OpencodeTranslator(resume);
+      return new OpencodeTranslator(ctx.resume);
   }
 }

@@ -15,7 +15,7 @@ export function translate(
   exit: ExitInfo,
   opts: { cuts?: number[]; resume?: string } = {},
 ): AgentEvent[] {
-  const tr = agentTranslator(agent, opts.resume);
+  const tr = agentTranslator(agent, opts.resume ? { resume: opts.resume } : {});
   const buf = new LineBuffer();
   const out: AgentEvent[] = [];
   let from = 0;

@@ -105,7 +105,7 @@ export interface TaskEngine {
     o?: { deadlineMs?: number },
   ): Promise<Map<string, Decided>>;
   /** Every task directory in the instance, re-validated (adoption, spec §3.4 listing). */
-  list(instance: string): Promise<TaskListing[]>;
+  list(instance: string, o?: { deadlineMs?: number }): Promise<TaskListing[]>;
   /**
    * Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6).
    * Resolves to each task's state read in the same exec, afterwards (for the watcher).
@@ -204,9 +204,9 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
       const states = await probeStates(instance, ids);
       return new Map([...states].map(([id, d]) => [id, probeWord(d)]));
     },
-    async list(instance) {
+    async list(instance, o = {}) {
       const step = "list tasks";
-      const r = await script(instance, LIST_SH, [], { step });
+      const r = await script(instance, LIST_SH, [], { step, ...o });
       if (r.code !== 0) throw scriptFailed(step, instance, r);
       return parseListing(r.stdout);
     },

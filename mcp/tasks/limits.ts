@@ -17,6 +17,8 @@ import type { TaskListing } from "./parse.ts";
 export const PROBE_COOLDOWN_MS = 10 * 60_000;
 /** An answer slower than this puts the instance in cool-down (ms). */
 export const PROBE_SLOW_MS = 5_000;
+/** A probe still unanswered after this long counts 0 and cools the instance down (ms). */
+export const PROBE_BOUND_MS = 10_000;
 
 /** Counts the busy tasks of instances this session does not hold. */
 export class BusyElsewhere {
@@ -25,7 +27,11 @@ export class BusyElsewhere {
   #inFlight = new Map<string, Promise<TaskListing[] | undefined>>();
   #coolUntil = new Map<string, number>();
 
-  /** `list` reads one instance's tasks (bounded: the engine's listing, killed at 10 s). */
+  /**
+   * `list` reads one instance's tasks; pass the engine's listing with `deadlineMs` of
+   * {@link PROBE_BOUND_MS} so the guest command is killed too. An answer later than that
+   * counts 0 here whatever `list` does.
+   */
   constructor(list: (instance: string) => Promise<TaskListing[]>, clock: Clock = SYSTEM_CLOCK) {
     this.#list = list;
     this.#clock = clock;
@@ -38,7 +44,15 @@ export class BusyElsewhere {
       return Promise.resolve(undefined);
     }
     const t0 = this.#clock.now();
-    const p = this.#list(instance).then(
+    // the system clock's bound is a timer cleared once answered (none outlives a count)
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = () => Promise.reject(new Error("no answer in time"));
+    const bound = this.#clock === SYSTEM_CLOCK
+      ? new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("no answer in time")), PROBE_BOUND_MS);
+      })
+      : this.#clock.sleep(PROBE_BOUND_MS).then(late);
+    const p = Promise.race([this.#list(instance), bound]).then(
       (tasks) => {
         if (this.#clock.now() - t0 > PROBE_SLOW_MS) this.#cool(instance);
         return tasks;
@@ -47,7 +61,10 @@ export class BusyElsewhere {
         this.#cool(instance);
         return undefined;
       },
-    ).finally(() => this.#inFlight.delete(instance));
+    ).finally(() => {
+      clearTimeout(timer);
+      this.#inFlight.delete(instance);
+    });
     this.#inFlight.set(instance, p);
     return p;
   }

@@ -83,3 +83,23 @@ Deno.test("BusyElsewhere never has two probes of one instance in flight", async 
   assert.equal(calls, 1);
   assert.deepEqual([x.get("i"), y.get("i")], [1, 1]);
 });
+
+Deno.test("BusyElsewhere counts 0 for an instance that does not answer in 10 s, then cools it", async () => {
+  let slept = 0;
+  const clock = {
+    now: () => 0,
+    sleep: (ms: number) => {
+      slept = ms;
+      return Promise.resolve();
+    },
+  };
+  let asked = 0;
+  const b = new BusyElsewhere(() => {
+    asked++;
+    return new Promise<TaskListing[]>(() => {}); // never answers
+  }, clock);
+  assert.deepEqual([...await b.count(["mute"])], [["mute", 0]]);
+  assert.equal(slept, 10_000);
+  await b.count(["mute"]);
+  assert.equal(asked, 1);
+});

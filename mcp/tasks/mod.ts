@@ -64,6 +64,7 @@ export {
 export {
   type BusyCounts,
   BusyElsewhere,
+  PROBE_BOUND_MS,
   PROBE_COOLDOWN_MS,
   PROBE_SLOW_MS,
   refusal,

@@ -46,7 +46,7 @@ export interface MockServer {
   port: number;
   /** Every request, in arrival order. */
   requests: MockRequest[];
-  /** Only the model calls (`/v1/messages`, `/v1/responses`). */
+  /** Only the model calls (`/v1/messages`, `/v1/responses`; not a `generate: false` warm-up). */
   modelCalls(): MockRequest[];
   /** Queues a reply for the next model call. */
   queue(reply: QueuedReply): void;
@@ -134,7 +134,8 @@ export function serveMock(
     origin: `http://127.0.0.1:${server.addr.port}`,
     port: server.addr.port,
     requests: [],
-    modelCalls: () => mock.requests.filter((r) => isModelCall(r.path.split("?")[0]!)),
+    modelCalls: () =>
+      mock.requests.filter((r) => isModelCall(r.path.split("?")[0]!) && r.json?.generate !== false),
     queue: (r: QueuedReply) => queued.push(r),
     close: async () => {
       await server.shutdown();

@@ -4,6 +4,7 @@
  * message gets the events as text messages), so both of Codex's transports are covered.
  * A write is asked for with the request's own tool: `exec_command` (classic tools), the
  * code-mode `exec` (JavaScript calling `tools.exec_command`), or `shell`/`shell_command`.
+ * A warm-up request (`generate: false`) gets an empty response and is not a model call.
  * Anything else is a 404. The script is mock_model.ts's.
  *
  * @module
@@ -87,6 +88,7 @@ function writeItem(body: Obj, items: Obj[], path: string, word: string): Obj | u
 
 /** The response events for one request body. */
 export function responseEvents(body: Obj): Obj[] {
+  if (body.generate === false) return warmup(body);
   const items = (Array.isArray(body.input) ? body.input : []).filter(isObj);
   const talk = items.filter((i) => i.type !== "additional_tools" && i.role !== "developer");
   const last = talk.at(-1);
@@ -141,10 +143,21 @@ export function responseEvents(body: Obj): Obj[] {
   ];
 }
 
+/** A warm-up (`generate: false`): a response with no output and no tokens, as the API does. */
+function warmup(body: Obj): Obj[] {
+  const id = `resp_${crypto.randomUUID().slice(0, 12)}`;
+  const model = typeof body.model === "string" ? body.model : "mock";
+  const usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+  return [
+    { type: "response.created", response: { id, status: "in_progress", model, output: [] } },
+    { type: "response.completed", response: { id, status: "completed", model, output: [], usage } },
+  ];
+}
+
 function upgrade(req: Request, mock: MockServer): Response {
-  const { socket, response } = Deno.upgradeWebSocket(req);
   const headers: Record<string, string> = {};
-  req.headers.forEach((v, k) => headers[k] = v);
+  req.headers.forEach((v, k) => headers[k] = v); // before the upgrade takes the request
+  const { socket, response } = Deno.upgradeWebSocket(req);
   socket.onmessage = (ev) => {
     if (typeof ev.data !== "string") return;
     let body: Obj = {};

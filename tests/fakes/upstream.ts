@@ -9,7 +9,8 @@
  *   usage then `message_delta` usage; else JSON. The body echoes the `x-api-key` it got,
  *   so a test can check the proxy scrubs real values from responses.
  * - `POST /v1/projects/…:rawPredict` / `:streamRawPredict`: Vertex AI, answered as
- *   `/v1/messages` (streamed for `:streamRawPredict`); the echoed key is `authorization`.
+ *   `/v1/messages` (streamed for `:streamRawPredict`); the echoed key is `authorization`; a
+ *   model id containing `unauthorized` gets 401 (an expired token).
  * - `POST /v1/responses`, `POST /v1/chat/completions`: OpenAI-shaped usage.
  * - `POST /v1/messages` with `"hold": true`, or `GET /hold`: streams one event, then holds
  *   the response open until the client goes.
@@ -142,6 +143,9 @@ export function startFakeUpstream(): FakeUpstream {
       return held(state);
     }
     const vertex = /^\/v1\/projects\/[^?]*:(stream)?[rR]awPredict$/.exec(url.pathname);
+    if (vertex && url.pathname.includes("unauthorized")) {
+      return Response.json({ error: { code: 401, status: "UNAUTHENTICATED" } }, { status: 401 });
+    }
     if (url.pathname === "/v1/messages" || vertex) {
       const stream = vertex ? vertex[1] === "stream" : body.includes('"stream":true');
       if (!stream) {

@@ -1,0 +1,325 @@
+/**
+ * The bench for the agent runners against real agents: a branch of the `tpl-agents`
+ * template (as `isx branch` makes it: the proxy gives credentials only to pinned, stamped
+ * instances), the real proxy (in this process) intercepting two test-only names through the
+ * bridge's DNS and TLS with its own CA, and the scripted model mocks on loopback behind it.
+ * The agents are pointed at the test names (Claude by ANTHROPIC_BASE_URL, Pi, opencode and
+ * Codex by their config files), hold only the template's placeholders, and the proxy puts
+ * the "real" keys below on the way out. Runs the runner as the guest would: `deno run` of
+ * guest/agents/main.ts, pushed as it is, under the grants of agentRunnerArgv.
+ *
+ * @module
+ */
+
+import { equal } from "node:assert/strict";
+import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import { branchInstance, execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
+import { loadCa } from "../../proxy/ca.ts";
+import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
+import { parseCredentials } from "../../proxy/credentials.ts";
+import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
+import { Policy, startProxy } from "../../proxy/mod.ts";
+import {
+  AGENT_RUNNER_FILES,
+  type AgentEvent,
+  type AgentName,
+  agentRunnerArgv,
+  readAgentRunnerFile,
+} from "../../guest/mod.ts";
+import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
+import { startMockOpenAI } from "../fakes/mock_openai.ts";
+import type { MockServer } from "../fakes/mock_model.ts";
+import { LIVE_SOCKET, removeInstance, testName } from "../helpers/live.ts";
+
+/** The "real" keys the proxy holds; no guest may ever see them. */
+export const REAL = {
+  anthropic: "sk-ant-api03-RUNNERS-REAL-0123456789abcdef",
+  openai: "sk-proj-RUNNERS-REAL-0123456789abcdef",
+} as const;
+
+/** The template the lab copies. */
+export const AGENTS_TEMPLATE = Deno.env.get("ISX_TEST_AGENTS_TEMPLATE") || "tpl-agents";
+
+const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
+const SCRIPTS = "/opt/isx-runner";
+const BRIDGE = "incusbr0";
+const CA_PATH = "/usr/local/share/ca-certificates/isx-proxy.crt";
+
+/** A finished (or stopped) run as the guest recorded it. */
+export interface LabRun {
+  /** The runner's exit code. */
+  code: number;
+  /** The runner's own stdout and stderr. */
+  output: string;
+  /** events-<n>.jsonl, parsed. */
+  events: AgentEvent[];
+  /** exit-<n>, if written. */
+  exit?: string;
+  /** session_id, if written. */
+  session?: string;
+}
+
+/** True when the template the lab copies exists. */
+export async function haveTemplate(): Promise<boolean> {
+  const c = createIncusClient({ socket: LIVE_SOCKET });
+  try {
+    await c.getInstance(AGENTS_TEMPLATE);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  } finally {
+    c.close();
+  }
+}
+
+/** The lab: open() it, use it, dispose it. */
+export class AgentsLab implements AsyncDisposable {
+  readonly incus: IncusClient;
+  readonly name = testName("runners");
+  readonly anthropic: MockServer = startMockAnthropic();
+  readonly openai: MockServer = startMockOpenAI();
+  readonly id = crypto.randomUUID().slice(0, 8);
+  readonly domains = {
+    anthropic: `api-${this.id}.anthropic.isx-test`,
+    openai: `api-${this.id}.openai.isx-test`,
+  };
+  #tmp = Deno.makeTempDirSync({ prefix: "isx-runners-" });
+  #registry: ClientRegistry | undefined;
+  #proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
+  #gateway = "";
+  #created = false;
+  tlsPort = 0;
+
+  constructor() {
+    this.incus = createIncusClient({
+      socket: LIVE_SOCKET,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
+  }
+
+  /** Starts the proxy and mocks, copies the template and configures its agents. */
+  static async open(): Promise<AgentsLab> {
+    const lab = new AgentsLab();
+    try {
+      await lab.#open();
+      return lab;
+    } catch (e) {
+      await lab[Symbol.asyncDispose]();
+      throw e;
+    }
+  }
+
+  async #open(): Promise<void> {
+    this.#gateway = (await bridgeGateway(this.incus, BRIDGE))!;
+    const ca = await loadCa(`${this.#tmp}/ca`);
+    const policy = new Policy(
+      parseCredentials(
+        `anthropic: { accounts: { main: { api_key: ${REAL.anthropic} } } }\n` +
+          `openai: { accounts: { main: { api_key: ${REAL.openai} } } }\n`,
+      ),
+      { hosts: { anthropic: [this.domains.anthropic], openai: [this.domains.openai] } },
+    );
+    this.#registry = new ClientRegistry(incusSource(this.incus), {
+      now: Date.now,
+      minRefreshMs: 200,
+    });
+    await this.#registry.start();
+    this.#proxy = await startProxy({
+      listen: {
+        tls: { hostname: this.#gateway, port: 0 },
+        forward: { hostname: this.#gateway, port: 0 },
+        health: [{ hostname: "127.0.0.1", port: 0 }],
+      },
+      policy,
+      ca,
+      clients: this.#registry,
+      upstreamOverrides: {
+        [this.domains.anthropic]: this.anthropic.origin,
+        [this.domains.openai]: this.openai.origin,
+      },
+      allowLoopbackTargets: true,
+    });
+    this.tlsPort = this.#proxy.addrs.tls.port;
+    await applyDns(this.incus, BRIDGE, {
+      names: policy.dnsNames(),
+      gateway: this.#gateway,
+      tag: `isx-runners-${this.id}`,
+    });
+    this.#created = true;
+    // a branch as isx makes it: pinned NICs and stamps, or the proxy gives it no credential
+    await branchInstance(this.incus, {
+      name: this.name,
+      template: AGENTS_TEMPLATE,
+      proxy: { bridge: BRIDGE },
+      network: "full",
+    });
+    await this.#registry.refresh();
+    await this.root(
+      `update-ca-certificates >/dev/null; mkdir -p ${SCRIPTS}; ` +
+        `for i in $(seq 120); do getent hosts ${this.domains.anthropic} | grep -q ${this.#gateway} && ` +
+        `getent hosts ${this.domains.openai} | grep -q ${this.#gateway} && exit 0; sleep 0.5; done; exit 1`,
+      { CA: ca.certPem },
+      async () =>
+        await this.incus.pushFile(this.name, CA_PATH, ca.certPem, { step: "push CA", mode: 0o644 }),
+    );
+    for (const f of AGENT_RUNNER_FILES) {
+      await this.incus.pushFile(this.name, `${SCRIPTS}/${f}`, await readAgentRunnerFile(f), {
+        step: `push ${f}`,
+        mode: 0o644,
+      });
+    }
+    await this.#configure();
+  }
+
+  /** Runs a script as root; `before` runs first (a push the script needs). */
+  async root(
+    script: string,
+    env: Record<string, string> = {},
+    before?: () => Promise<void>,
+  ): Promise<string> {
+    await before?.();
+    const r = await execRecorded(this.incus, this.name, ["bash", "-c", script], {
+      step: "root script",
+      env,
+    });
+    equal(r.exitCode, 0, `${script}\n${r.stdout}${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** Runs a script as agentuser (with a login's variables from `env`). */
+  async user(script: string, env: Record<string, string> = {}) {
+    return await execRecorded(this.incus, this.name, ["bash", "-c", script], {
+      step: "agentuser script",
+      user: AGENT,
+      env,
+    });
+  }
+
+  async #push(path: string, text: string): Promise<void> {
+    await this.incus.pushFile(this.name, path, text, {
+      step: `push ${path}`,
+      mode: 0o600,
+      uid: AGENT.uid,
+      gid: AGENT.gid,
+    });
+  }
+
+  async #configure(): Promise<void> {
+    const a = `https://${this.domains.anthropic}:${this.tlsPort}`;
+    const o = `https://${this.domains.openai}:${this.tlsPort}/v1`;
+    const h = AGENT.home;
+    await this.user(`mkdir -p ${h}/.codex ${h}/.pi/agent ${h}/.config/opencode`);
+    await this.#push(
+      `${h}/.codex/config.toml`,
+      `model = "gpt-5.5"\nmodel_provider = "isxtest"\ncheck_for_update_on_startup = false\n` +
+        `[analytics]\nenabled = false\n[features]\nplugins = false\n` +
+        `[model_providers.isxtest]\nname = "isxtest"\nbase_url = "${o}"\n` +
+        `env_key = "OPENAI_API_KEY"\nwire_api = "responses"\nsupports_websockets = true\n`,
+    );
+    await this.#push(
+      `${h}/.pi/agent/models.json`,
+      JSON.stringify({ providers: { anthropic: { baseUrl: a } } }) + "\n",
+    );
+    let oc: Record<string, unknown> = {};
+    try {
+      const f = await this.incus.pullFile(this.name, `${h}/.config/opencode/opencode.json`);
+      oc = JSON.parse(new TextDecoder().decode(f.data));
+    } catch { /* the template may have none */ }
+    oc.autoupdate = false;
+    oc.model ??= "anthropic/claude-sonnet-4-6";
+    oc.provider = { anthropic: { options: { baseURL: `${a}/v1` } } };
+    await this.#push(`${h}/.config/opencode/opencode.json`, JSON.stringify(oc, null, 2) + "\n");
+  }
+
+  /** The environment a run gets: the template's placeholders, no forward proxy. */
+  runEnv(task: string): Record<string, string> {
+    return {
+      HOME: AGENT.home,
+      USER: AGENT.name,
+      PATH: "/usr/local/bin:/usr/bin:/bin",
+      LANG: "C.UTF-8",
+      ANTHROPIC_API_KEY: "sk-ant-placeholder",
+      OPENAI_API_KEY: "sk-placeholder",
+      NODE_EXTRA_CA_CERTS: CA_PATH,
+      ANTHROPIC_BASE_URL: `https://${this.domains.anthropic}:${this.tlsPort}`,
+      NO_PROXY: `${this.domains.anthropic},${this.domains.openai},localhost,127.0.0.1`,
+      ISX_MCP_TASK: task,
+    };
+  }
+
+  /** The task directory of `task`. */
+  taskDir(task: string): string {
+    return `${AGENT.home}/.isx-mcp/tasks/${task}`;
+  }
+
+  /** Writes run n's files the host would (prompt, cwd, and anything in `files`). */
+  async prepare(task: string, run: number, prompt: string, files: Record<string, string> = {}) {
+    const dir = this.taskDir(task);
+    await this.user(`mkdir -p ${dir}`);
+    await this.#push(`${dir}/prompt-${run}.md`, prompt);
+    if (run === 1) await this.#push(`${dir}/cwd`, `${AGENT.home}\n`);
+    for (const [name, text] of Object.entries(files)) await this.#push(`${dir}/${name}`, text);
+  }
+
+  /** Runs the runner to completion (or, with `killAfter`, TERMs it when that script succeeds). */
+  async run(agent: AgentName, task: string, run: number): Promise<LabRun> {
+    const dir = this.taskDir(task);
+    const argv = agentRunnerArgv({
+      deno: "/usr/local/bin/deno",
+      scripts: SCRIPTS,
+      dir,
+      run,
+      agent,
+      home: AGENT.home,
+    });
+    const r = await execRecorded(this.incus, this.name, argv, {
+      step: `run ${agent}`,
+      user: AGENT,
+      env: this.runEnv(task),
+      cwd: AGENT.home,
+      deadlineMs: 300_000,
+    });
+    return { code: r.exitCode, output: r.stdout + r.stderr, ...(await this.files(task, run)) };
+  }
+
+  /** Reads a run's files back. */
+  async files(task: string, run: number): Promise<Omit<LabRun, "code" | "output">> {
+    const dir = this.taskDir(task);
+    const read = async (p: string) => {
+      try {
+        return new TextDecoder().decode((await this.incus.pullFile(this.name, p)).data);
+      } catch (e) {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      }
+    };
+    const events = ((await read(`${dir}/events-${run}.jsonl`)) ?? "").split("\n").filter((l) => l)
+      .map((l) => JSON.parse(l) as AgentEvent);
+    const exit = await read(`${dir}/exit-${run}`);
+    const session = await read(`${dir}/session_id`);
+    return {
+      events,
+      ...(exit !== undefined ? { exit: exit.trim() } : {}),
+      ...(session !== undefined ? { session: session.trim() } : {}),
+    };
+  }
+
+  /** Removes the instance, the DNS block, the proxy and the mocks. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#created) {
+      await applyDns(this.incus, BRIDGE, {
+        names: [],
+        gateway: this.#gateway,
+        tag: `isx-runners-${this.id}`,
+      }).catch(() => {});
+      await removeInstance(this.incus, this.name).catch(() => {});
+    }
+    await this.#proxy?.close();
+    await this.#registry?.close();
+    await this.anthropic.close();
+    await this.openai.close();
+    this.incus.close();
+    await Deno.remove(this.#tmp, { recursive: true }).catch(() => {});
+  }
+}
