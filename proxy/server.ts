@@ -142,6 +142,7 @@ export function interceptHandler(
       model: a.model,
       secrets: a.secrets,
       client,
+      deps,
       provider: a.provider,
     });
   };
@@ -182,6 +183,7 @@ async function relay(
     model: ModelCall | undefined;
     secrets: Secret[];
     client: Deno.HttpClient | undefined;
+    deps: InterceptDeps;
     provider: "anthropic" | "openai" | undefined;
   },
 ): Promise<Response> {
