@@ -166,7 +166,8 @@ for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac;
 mapfile -t lines < <(facts "$%{ids[@]}")
 for l in "$%{lines[@]}"; do
   id=$%{l%% *}; d=$root/$id; out=""
-  for f in kind model max-turns key cwd; do v=; rdl v "$d/$f"; out="$out|$v"; done
+  for f in kind model max-turns key; do v=; rdl v "$d/$f"; case $v in *'|'*) v=;; esac; out="$out|$v"; done
+  v=; rdl v "$d/cwd"; out="$out|$v" # last: may hold |
   printf '%s %s\n' "$l" "$out"
 done
 `;
