@@ -124,6 +124,26 @@ Deno.test({
         },
       );
 
+      await t.step("a launch that fails leaves no task directory behind", async () => {
+        const taken = await sh(
+          incus,
+          name,
+          `systemd-run --quiet --collect --unit=isx-task-${id(10)}-1 -- sleep 600`,
+        );
+        assert.equal(taken.code, 0, taken.err);
+        await assert.rejects(
+          engine.startCommand(name, { taskId: id(10), command: "true" }),
+          (e: Error) => /launch task .* exit 1/.test(e.message),
+        );
+        const left = await sh(incus, name, `ls -d /home/agentuser/.isx-mcp/tasks/${id(10)}`);
+        assert.notEqual(left.code, 0);
+        assert.deepEqual((await engine.probeStates(name, [id(10)])).get(id(10)), {
+          state: "lost",
+          run: 0,
+        });
+        await sh(incus, name, `systemctl stop isx-task-${id(10)}-1`);
+      });
+
       await t.step("a probe of many tasks costs one exec", async () => {
         const before = execs();
         const m = await engine.probe(name, [id(1), "t98-none", "t97-none"]);
