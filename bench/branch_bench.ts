@@ -93,7 +93,7 @@ if (import.meta.main) {
       await branchInstance(client, { name: l, template: TPL, proxy: { bridge: "incusbr0" } });
       lib.push(performance.now() - t);
       const t2 = performance.now();
-      const r = await cold.isx(["branch", c, "--from", TPL]);
+      const r = await cold.isx(["branch", c, "--from", TPL, "--no-preflight"]);
       if (r.code !== 0) throw new Error(r.stderr);
       cli.push(performance.now() - t2);
       await destroy([b, l, c]);

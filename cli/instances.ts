@@ -1,7 +1,8 @@
 /**
- * `isx branch|list|start|stop|destroy|shell`: instances of built templates. `shell` owns
- * the terminal: raw mode, the title, resizes, and the exec's streams over the Incus
- * websocket (no `incus` binary).
+ * `isx branch|list|start|stop|destroy` (and `shell`, in shell.ts): instances of built
+ * templates. `branch` and `start` run the preflight first (the proxy answers, runs this
+ * build and config, holds the credentials the template's agents need) and repair the
+ * guest's trust store when the proxy signs with another CA than the one it trusts.
  *
  * @module
  */
@@ -15,42 +16,27 @@ import {
   loadDefinitions,
   NAME_RE,
   type NetworkMode,
+  pemFingerprint,
+  type ProxyHealth,
+  proxyHealthUrl,
   readHostConfig,
-  shellExec,
-  SLOW_DAEMON_MS,
+  readProxyHealth,
+  readStamps,
+  STAMP,
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/mod.ts";
 import { loadProxyConfig, parseAccountPairs } from "../proxy/mod.ts";
-import {
-  createIncusClient,
-  type ExecOptions,
-  type ExecSession,
-  type IncusClient,
-  IsbError,
-} from "../rpc/mod.ts";
+import type { IncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
+import { checkProxy, note, repairCa } from "./instance_checks.ts";
+import { withClient } from "./instances_client.ts";
+import { shellCommand } from "./shell.ts";
 
 function out(line: string): void {
   // deno-lint-ignore no-console
   console.log(line);
-}
-
-async function withClient(
-  ctx: CliContext,
-  fn: (c: IncusClient) => Promise<number>,
-): Promise<number> {
-  const client = createIncusClient({
-    socket: ctx.global.socket,
-    project: ctx.global.project ?? "",
-    timeouts: { requestMs: SLOW_DAEMON_MS },
-  });
-  try {
-    return await fn(client);
-  } finally {
-    client.close();
-  }
 }
 
 function names(positionals: string[], min = 1): string[] {
@@ -69,11 +55,20 @@ export const branchCommand: Command = {
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
   help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
-                  [--account NS=NAME ...] [--json]
+                  [--account NS=NAME ...] [--json] [--no-preflight]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
-waits for its address. The network mode and resource limits come from the template's
-definition unless --network is given:
+waits for its address.
+
+Preflight: it refuses (exit 7, nothing made) when the proxy is not running (isx proxy
+start), runs another build or a config changed since it started (isx proxy restart), or
+lacks a credential an agent of the template needs (the credentials.yaml block to add).
+When the template trusts another proxy CA than the one the proxy serves (built under
+another isx home, or before the CA was renewed), the new instance's trust store is
+repaired; the template keeps its CA until rebuilt (isx list marks it).
+
+The network mode and resource limits come from the template's definition unless
+--network is given:
   full        the bridge, like any instance
   proxy-only  on isx's proxy-only bridge (isxproxy0, made when missing): only the
               isx proxy (443, 3128) and DNS on its gateway, nothing else
@@ -84,7 +79,8 @@ Options:
   --network MODE    override the template's network mode
   --account NS=NAME pin the proxy account of a namespace (claude, openai, github; may
                     repeat); see isx proxy account --help
-  --json            print the result as JSON`,
+  --json            print the result as JSON
+  --no-preflight    skip the refusals (the CA repair still runs when the proxy answers)`,
   mode: () => "instances",
   run(rest, ctx) {
     const { values, positionals } = parseCommandArgs(rest, {
@@ -92,6 +88,7 @@ Options:
       network: { type: "string" },
       account: { type: "string", multiple: true },
       json: { type: "boolean" },
+      "no-preflight": { type: "boolean" },
     });
     let accounts: Record<string, string> = {};
     try {
@@ -111,6 +108,14 @@ Options:
       const defs = loadDefinitions({ configDir, searchPaths: host.searchPaths, cwd });
       const d = branchDefaults(defs, values.from!);
       const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
+      const health = await checkProxy(ctx, {
+        action: `branch "${name}" from "${values.from}"`,
+        template: values.from!,
+        defs,
+        skip: values["no-preflight"] === true,
+      });
+      const tpl = await client.getInstance(values.from!).then((t) => t.value.config, () => ({}));
+      const trusted = readStamps(tpl)[STAMP.caFingerprint];
       const r = await branchInstance(client, {
         name: name!,
         template: values.from!,
@@ -123,7 +128,11 @@ Options:
         network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
         ...(d.limits ? { limits: d.limits } : {}),
         accounts,
+        ...(trusted ? { stamps: { [STAMP.caFingerprint]: trusted } } : {}),
       });
+      if (await repairCa(ctx, client, r.name, health, trusted)) {
+        note(`isx: ${values.from} still trusts its build-time CA: isx build ${values.from}`);
+      }
       if (values.json) out(JSON.stringify(r));
       else {
         out(
@@ -136,6 +145,19 @@ Options:
   },
 };
 
+/** The fingerprint of the CA guests must trust now: the proxy's, else the file's. */
+async function currentCa(ctx: CliContext): Promise<string | undefined> {
+  const read = await readProxyHealth(
+    proxyHealthUrl(readHostConfig(ctx.perm.configDir, ctx.perm.home)),
+  );
+  if (read.kind === "ok") return read.health.caFingerprint;
+  try {
+    return await pemFingerprint(await Deno.readTextFile(`${ctx.perm.stateDir}/ca/ca.crt`));
+  } catch {
+    return undefined; // no CA yet (isx init) or unreadable: nothing to compare
+  }
+}
+
 /** `isx list`. */
 export const listCommand: Command = {
   name: "list",
@@ -145,7 +167,10 @@ export const listCommand: Command = {
 
 Lists every template, build instance and instance isx made, with status, template,
 IPv4 address and network mode. Records end with mcp_state (held, orphaned, kept or
-null) and mcp_purpose; the table shows an MCP column only when an instance has MCP stamps.
+null), mcp_purpose and ca_outdated (trusts another proxy CA than the current one: the
+one the proxy serves, else ~/.local/state/isx/ca/ca.crt; null when unknown). The table
+shows an MCP column only when an instance has MCP stamps, and a CA column only when a
+template (rebuild it: isx build) or instance (isx start repairs it) is out of date.
 
 Options:
   --json   one JSON array of records instead of the table`,
@@ -153,7 +178,7 @@ Options:
   run(rest, ctx) {
     const { values } = parseCommandArgs(rest, { json: { type: "boolean" } }, false);
     return withClient(ctx, async (client) => {
-      const rows = await listIsxInstances(client);
+      const rows = await listIsxInstances(client, await currentCa(ctx));
       if (values.json) out(JSON.stringify(rows, null, 2));
       else {out(
           rows.length ? formatTable(rows) : "No templates or instances yet (isx build tpl-minimal)",
@@ -163,23 +188,45 @@ Options:
   },
 };
 
+type Act = (
+  c: IncusClient,
+  n: string,
+  o: { force: boolean; ctx: CliContext; health: ProxyHealth | undefined },
+) => Promise<string>;
+
 function lifecycle(
   name: "start" | "stop" | "destroy",
   summary: string,
   help: string,
-  act: (c: IncusClient, n: string, force: boolean) => Promise<string>,
+  act: Act,
+  checked = false,
 ): Command {
+  const flags = checked
+    ? "\n  --no-preflight   skip the refusals (the CA repair still runs when the proxy answers)"
+    : "";
   return {
     name,
     progs: ["isx"],
     summary,
-    help: `Usage: isx ${name} [--force] <name>...\n\n${help}\n\nOptions:\n  --force   ` +
-      "also act on instances isx did not make",
+    help: `Usage: isx ${name} [--force]${checked ? " [--no-preflight]" : ""} <name>...\n\n${help}` +
+      `\n\nOptions:\n  --force          also act on instances isx did not make${flags}`,
     mode: () => "instances",
     run(rest, ctx) {
-      const { values, positionals } = parseCommandArgs(rest, { force: { type: "boolean" } });
+      const { values, positionals } = parseCommandArgs(rest, {
+        force: { type: "boolean" },
+        ...(checked ? { "no-preflight": { type: "boolean" as const } } : {}),
+      });
+      const list = names(positionals);
       return withClient(ctx, async (client) => {
-        for (const n of names(positionals)) out(await act(client, n, values.force ?? false));
+        const health = checked
+          ? await checkProxy(ctx, {
+            action: `${name} ${list.join(" ")}`,
+            skip: values["no-preflight"] === true,
+          })
+          : undefined;
+        for (const n of list) {
+          out(await act(client, n, { force: values.force ?? false, ctx, health }));
+        }
         return 0;
       });
     },
@@ -191,11 +238,16 @@ export const startCommand = lifecycle(
   "start",
   "start instances (each start gets a fresh instance secret)",
   "Starts instances; every start writes a fresh random secret to /run/isx/instance-secret\n" +
-    "(readable by agentuser only) and records its hash on the instance.",
-  async (c, n, force) => {
+    "(readable by agentuser only) and records its hash on the instance. Like isx branch,\n" +
+    "it first refuses when the proxy is down or stale (exit 7, naming the fix), and repairs\n" +
+    "the guest's trust store when the proxy now signs with another CA.",
+  async (c, n, { force, ctx, health }) => {
     const r = await startIsxInstance(c, n, { force });
+    const config = (await c.getInstance(n)).value.config;
+    await repairCa(ctx, c, n, health, readStamps(config)[STAMP.caFingerprint]);
     return `${n}: ${r.alreadyRunning ? "already running" : "started"}${r.ip ? ` at ${r.ip}` : ""}`;
   },
+  true,
 );
 
 /** `isx stop`. */
@@ -203,7 +255,7 @@ export const stopCommand = lifecycle(
   "stop",
   "stop instances",
   "Stops instances cleanly (forcibly after 15 s).",
-  async (c, n, force) =>
+  async (c, n, { force }) =>
     `${n}: ${(await stopIsxInstance(c, n, { force })) ? "stopped" : "already stopped"}`,
 );
 
@@ -212,92 +264,11 @@ export const destroyCommand = lifecycle(
   "destroy",
   "delete instances (or templates, or failed builds)",
   "Deletes instances, stopping them first. Works on templates and kept failed builds too.",
-  async (c, n, force) => {
+  async (c, n, { force }) => {
     await destroyIsxInstance(c, n, { force });
     return `${n}: destroyed`;
   },
 );
-
-/** Opens the exec; a failed websocket upgrade means the shell never started, so retry. */
-async function openSession(
-  client: IncusClient,
-  name: string,
-  exec: ExecOptions,
-): Promise<ExecSession> {
-  for (let attempt = 1;; attempt++) {
-    try {
-      return await client.exec(name, exec);
-    } catch (e) {
-      if (!(e instanceof IsbError) || !/websocket/.test(e.message) || attempt >= 3) throw e;
-    }
-  }
-}
-
-async function interact(client: IncusClient, name: string, ctx: CliContext): Promise<number> {
-  const tty = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
-  const size = tty ? Deno.consoleSize() : { columns: 80, rows: 24 };
-  const { exec, title } = await shellExec(client, name, {
-    width: size.columns,
-    height: size.rows,
-    term: ctx.env.TERM ?? "",
-  });
-  const session = await openSession(client, name, exec);
-  const enc = new TextEncoder();
-  if (Deno.stdout.isTerminal()) Deno.stdout.writeSync(enc.encode(`\x1b]0;${title}\x07`));
-  if (tty) Deno.stdin.setRaw(true);
-  const onResize = () => {
-    const s = Deno.consoleSize();
-    session.resize(s.columns, s.rows).catch(() => {});
-  };
-  if (tty) Deno.addSignalListener("SIGWINCH", onResize);
-  const reader = Deno.stdin.readable.getReader();
-  const input = (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        await session.write(value);
-      }
-      await session.closeStdin();
-    } catch { /* the session ended first */ }
-  })();
-  try {
-    await session.stdout.pipeTo(Deno.stdout.writable, { preventClose: true });
-    return await session.exit;
-  } finally {
-    if (tty) {
-      Deno.removeSignalListener("SIGWINCH", onResize);
-      Deno.stdin.setRaw(false);
-    }
-    session.close();
-    reader.releaseLock();
-    void input;
-  }
-}
-
-/** `isx shell`. */
-export const shellCommand: Command = {
-  name: "shell",
-  progs: ["isx"],
-  summary: "open a login shell as agentuser in an instance",
-  help: `Usage: isx shell <name>
-
-Opens an interactive login shell as agentuser in the instance's working directory
-(its template's workdir), with the terminal title set to the instance's name. A
-stopped instance is started first (with a fresh instance secret). Exits with the
-shell's exit status.`,
-  mode: () => "instances",
-  run(rest, ctx) {
-    const { positionals } = parseCommandArgs(rest, {});
-    const [name] = names(positionals);
-    return withClient(ctx, async (client) => {
-      // the instance record carries the status; /state would also gather addresses (slow)
-      const { value } = await client.getInstance(name!);
-      if (value.status === "Stopped") await startIsxInstance(client, name!, {});
-      return await interact(client, name!, ctx);
-    });
-  },
-};
 
 /** Every instance command, in help order. */
 export const INSTANCE_COMMANDS: readonly Command[] = [

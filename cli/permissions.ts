@@ -105,20 +105,38 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     ],
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
-    env: ["ISX_LOG"],
+    env: ["ISX_LOG", "ISX_GIT_SHA"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
     // table (proxy/guard.ts), written with `nft -f -`
     run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
-  // isx proxy start|stop|status|logs|activity: pid/log files, the health port, and the right
-  // to start this same program again in proxy mode.
+  // isx proxy start|stop|status|logs|activity|dump|install|uninstall: pid/log files, the
+  // health port, the bridge (status), the right to start this same program again, and for
+  // install what keeps it running across reboots: a systemd unit (only its own file), an
+  // @reboot crontab line, or the boot script in the state directory (proxy_install.ts).
   "proxy-ctl": (c) => ({
-    read: [c.socket, `${c.stateDir}/proxy`, `${c.configDir}/config.yaml`, c.programDir],
-    write: [`${c.stateDir}/proxy`],
+    read: [
+      c.socket,
+      `${c.stateDir}/proxy`,
+      `${c.configDir}/config.yaml`,
+      c.programDir,
+      "/proc/1/comm",
+      "/usr/bin/crontab",
+      "/bin/crontab",
+      "/usr/local/bin/crontab",
+      "/etc/systemd/system/isx-proxy.service",
+      `${c.configDir.replace(/\/isx$/, "")}/systemd/user/isx-proxy.service`,
+    ],
+    write: [
+      c.socket,
+      `${c.stateDir}/proxy`,
+      "/etc/systemd/system/isx-proxy.service",
+      `${c.configDir.replace(/\/isx$/, "")}/systemd/user`,
+    ],
     net: true,
-    env: ["TERM", "NO_COLOR", "COLUMNS"],
-    run: [c.execPath],
+    env: ["TERM", "NO_COLOR", "COLUMNS", "ISX_GIT_SHA"],
+    run: [c.execPath, "systemctl", "crontab"],
     sys: ["uid"],
   }),
   // Inside an instance: the task files and the agents; never the network.
@@ -164,7 +182,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     run: ["npm", "tar", c.execPath],
     sys: ["uid"],
   }),
-  // isx branch|list|start|stop|destroy|shell: the socket and the definitions.
+  // isx branch|list|start|stop|destroy|shell: the socket, the definitions, the CA
+  // certificate (never its key) for isx list; the launcher's commit for the preflight.
   instances: (c) => ({
     read: [
       c.socket,
@@ -172,10 +191,11 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.cwd}/.isx`,
+      `${c.stateDir}/ca/ca.crt`,
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)
-    env: ["TERM", "NO_COLOR", "COLUMNS"],
+    env: ["TERM", "NO_COLOR", "COLUMNS", "ISX_GIT_SHA"],
     run: [],
     sys: ["uid"],
   }),

@@ -2,7 +2,9 @@
  * `isx proxy`: the credential-injecting, counting proxy (proxy/mod.ts). `isx proxy` (or
  * `proxy run`) serves in the foreground; `start|stop|restart|status` manage it as a
  * background process through the pid, token and log files in `<stateDir>/proxy/` and its
- * `/health`; `logs` shows the log; `activity` shows every instance's counts.
+ * `/health` (proxy_lifecycle.ts, proxy_status.ts); `install|uninstall` keep it running across
+ * reboots (proxy_install.ts); `dump` prints what it holds (secrets as lengths); `logs`
+ * shows the log; `activity` shows every instance's counts.
  *
  * `start` runs this same program again (`deno run <union flags> main.ts proxy run`, or the
  * compiled binary with `proxy run`), detached, logging to the log file, and returns once
@@ -13,7 +15,6 @@
  */
 
 import {
-  type HealthInfo,
   loadProxyConfig,
   newToken,
   readRunFiles,
@@ -25,21 +26,37 @@ import {
 import { IsbError, isLogLevel, log, setLogLevel, setLogSink } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
-import { unionFlags } from "./permissions.ts";
-import { activity, getJson, logs, out, type Values } from "./proxy_view.ts";
+import { activity, logs, out, type Values } from "./proxy_view.ts";
 import { ACCOUNT_HELP, accountCommand, toolRules } from "./proxy_account.ts";
+import { install, uninstall } from "./proxy_install.ts";
+import { launch, start, stopProxy } from "./proxy_lifecycle.ts";
+import { status } from "./proxy_status.ts";
 
-const HELP = `Usage: isx proxy [run|start|stop|restart|status|logs|activity|account] [options]
+const HELP = `Usage: isx proxy [run|start|stop|restart|status|install|uninstall|dump|logs|activity|
+                  account] [options]
 
 The host proxy: guests hold placeholders, the proxy injects the real credentials from
 ~/.config/isx/credentials.yaml (mode 0600) and counts every instance's model calls and
-traffic. See docs/proxy.md.
+traffic. A credentials file with no credentials yet (what isx init writes) is fine: the
+proxy runs and names the namespaces that have none. See docs/proxy.md.
 
   run (default)  serve in the foreground until SIGINT/SIGTERM
   start          start in the background; waits until /health answers
   stop           stop the background proxy
   restart        stop, then start
-  status         running | not running | stale; exit 0 | 1 | 2 (3 = unknown)
+  status         the proxy's state, its build against this isx's ("drift"), missing
+                 credentials and config changed since start; exit status:
+                   0 running          answers, DNS points at it, on the bridge's gateway
+                   1 not_running      nothing answers: isx proxy start
+                   2 waiting_for_dns  answers, but the bridge DNS does not point at it yet
+                   2 stale_dns        nothing answers, but the bridge DNS still points at it
+                   2 stale_gateway    answers on an address that is no longer the gateway
+                   3 unknown          something else answers on the ops port
+  install        keep it running across reboots (systemd unit, else an @reboot cron
+                 line, else a boot script to run from your init)
+  uninstall      undo install
+  dump           what the running proxy holds: config, listeners, credentials as
+                 names, kinds and lengths (never values), known instances
   logs           print the log (-n LINES, -f to follow)
   activity       every instance's counts (table; --json, --plain; --watch)
   account        which account each instance uses: list | set <inst> NS=NAME | unset
@@ -58,7 +75,18 @@ Options:
 
 ${ACCOUNT_HELP}`;
 
-const SUBS = ["run", "start", "stop", "restart", "status", "logs", "activity"] as const;
+const SUBS = [
+  "run",
+  "start",
+  "stop",
+  "restart",
+  "status",
+  "install",
+  "uninstall",
+  "dump",
+  "logs",
+  "activity",
+] as const;
 const enc = new TextEncoder();
 
 function sub(rest: string[]): string {
@@ -70,27 +98,6 @@ async function opsUrl(ctx: CliContext, values: Values): Promise<string> {
   if (typeof values.url === "string") return values.url.replace(/\/$/, "");
   const config = await loadProxyConfig(`${ctx.perm.configDir}/config.yaml`);
   return `http://127.0.0.1:${config.ports.health}`;
-}
-
-type State = "running" | "not_running" | "stale" | "unknown";
-const STATE_EXIT: Record<State, number> = { running: 0, not_running: 1, stale: 2, unknown: 3 };
-
-async function probe(
-  ctx: CliContext,
-  url: string,
-): Promise<{ state: State; pid?: number; health?: HealthInfo }> {
-  const files = await readRunFiles(ctx.perm.stateDir);
-  const got = await getJson(`${url}/health`);
-  if (got?.status === 200) {
-    const health = got.body as HealthInfo;
-    return {
-      state: typeof health.pid === "number" ? "running" : "unknown",
-      pid: health.pid,
-      health,
-    };
-  }
-  if (got) return { state: "unknown", ...(files.pid ? { pid: files.pid } : {}) };
-  return files.pid ? { state: "stale", pid: files.pid } : { state: "not_running" };
 }
 
 async function runForeground(ctx: CliContext, values: Values): Promise<number> {
@@ -105,10 +112,19 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
   let stop!: () => void;
   const stopped = new Promise<void>((r) => (stop = r));
   const token = newToken();
-  const proxy = await startHostProxy({ ...ctx.perm, socket: ctx.global.socket }, {
-    shutdown: { token, onShutdown: () => stop() },
-    toolRules: toolRules(ctx),
-  });
+  let proxy;
+  try {
+    proxy = await startHostProxy({
+      ...ctx.perm,
+      socket: ctx.global.socket,
+      gitSha: ctx.env.ISX_GIT_SHA || null,
+    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
+  } catch (e) {
+    // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
+    log.error("proxy: start failed", { error: (e as Error).message });
+    file?.close();
+    throw e;
+  }
   await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   for (const s of signals) Deno.addSignalListener(s, stop);
@@ -124,114 +140,27 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
   return 0;
 }
 
-async function start(ctx: CliContext, url: string): Promise<number> {
-  const now = await probe(ctx, url);
-  if (now.state === "running") {
-    out(`isx proxy: already running (pid ${now.pid})`);
-    return 0;
+/** `isx proxy dump`: the running proxy's `/dump`, with the token only its owner can read. */
+async function dump(ctx: CliContext, url: string): Promise<number> {
+  const { token } = await readRunFiles(ctx.perm.stateDir);
+  if (!token) {
+    throw new IsbError("not_ready", `dump proxy: no proxy started here answers: isx proxy status`);
   }
-  if (now.state === "stale") await removeRunFiles(ctx.perm.stateDir);
-  const paths = runPaths(ctx.perm.stateDir);
-  await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
-  const compiled = !/\/deno$/.test(ctx.perm.execPath);
-  const dir = ctx.perm.programDir;
-  const args = compiled ? [] : [
-    "run",
-    "--quiet",
-    "--cached-only",
-    "--config",
-    `${dir}/deno.json`,
-    ...unionFlags(ctx.perm),
-    `${dir}/main.ts`,
-  ];
-  args.push("--socket", ctx.global.socket, "proxy", "run", "--log-file", paths.log);
-  const logStart = await Deno.stat(paths.log).then((s) => s.size, () => 0);
-  const child = new Deno.Command(ctx.perm.execPath, {
-    args,
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-    detached: true,
-  }).spawn();
-  let exited: Deno.CommandStatus | undefined;
-  child.status.then((s) => (exited = s));
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && !exited) {
-    const p = await probe(ctx, url);
-    if (p.state === "running" && p.pid === child.pid) {
-      child.unref();
-      out(`isx proxy: started (pid ${child.pid}); ops ${url}; log ${paths.log}`);
-      return 0;
-    }
-    await new Promise((r) => setTimeout(r, 200));
+  let res: Response;
+  try {
+    res = await fetch(`${url}/dump`, {
+      headers: { "x-isx-proxy-token": token },
+      signal: AbortSignal.timeout(5000),
+    });
+  } catch (e) {
+    throw new IsbError("connect", `dump proxy: no answer at ${url}: ${(e as Error).message}`);
   }
-  const text = await Deno.readTextFile(paths.log).catch(() => "");
-  const tail = new TextDecoder().decode(enc.encode(text).slice(logStart)).trim().split("\n").slice(
-    -10,
-  ).join("\n");
-  if (!exited) child.unref();
-  throw new IsbError(
-    "not_ready",
-    `start proxy: ${
-      exited ? `it exited with code ${exited.code}` : `no answer at ${url}/health within 30 s`
-    }` +
-      (tail ? `:\n${tail}` : ""),
-  );
-}
-
-async function stopProxy(ctx: CliContext, url: string): Promise<number> {
-  const now = await probe(ctx, url);
-  if (now.state !== "running") {
-    if (now.state === "stale") await removeRunFiles(ctx.perm.stateDir);
-    out(`isx proxy: not running${now.state === "stale" ? " (removed a stale pid file)" : ""}`);
-    return 0;
-  }
-  const { pid, token } = await readRunFiles(ctx.perm.stateDir);
-  if (!token || pid !== now.pid) {
-    throw new IsbError(
-      "forbidden",
-      `stop proxy: the proxy answering at ${url} (pid ${now.pid}) has no token here; stop it where it runs`,
-    );
-  }
-  const res = await fetch(`${url}/shutdown`, {
-    method: "POST",
-    headers: { "x-isx-proxy-token": token },
-  });
-  await res.body?.cancel();
+  const text = await res.text();
   if (!res.ok) {
-    throw new IsbError("forbidden", `stop proxy: ${url}/shutdown answered HTTP ${res.status}`);
+    throw new IsbError("forbidden", `dump proxy: ${url}/dump answered HTTP ${res.status}`);
   }
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if ((await probe(ctx, url)).state !== "running") {
-      out(`isx proxy: stopped (pid ${pid})`);
-      return 0;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new IsbError(
-    "operation_timeout",
-    `stop proxy: pid ${pid} still answers after 15 s; kill ${pid}`,
-  );
-}
-
-async function status(ctx: CliContext, url: string, json: boolean): Promise<number> {
-  const p = await probe(ctx, url);
-  if (json) {
-    out(JSON.stringify({ status: p.state, pid: p.pid ?? null, url, health: p.health ?? null }));
-  } else if (p.state === "running") {
-    const h = p.health!;
-    out(
-      `running (pid ${h.pid}, version ${h.version}, tls ${h.listen?.tls}, forward ${h.listen?.forward}, ` +
-        `dns ${h.dnsConfigured ? "configured" : "NOT configured"}, CA ${
-          h.caFingerprint.slice(0, 23)
-        }…)`,
-    );
-  } else if (p.state === "stale") {
-    out(`stale (pid file names ${p.pid}, but nothing answers at ${url})`);
-  } else if (p.state === "not_running") out("not running");
-  else out(`unknown (something answers at ${url}, but not like isx proxy)`);
-  return STATE_EXIT[p.state];
+  out(text.trimEnd());
+  return 0;
 }
 
 /** `isx proxy`. */
@@ -272,6 +201,13 @@ export const proxyCommand: Command = {
       return await start(ctx, url);
     }
     if (name === "status") return await status(ctx, url, values.json === true);
+    const script = `${runPaths(ctx.perm.stateDir).dir}/boot.sh`;
+    if (name === "install") {
+      await Deno.mkdir(runPaths(ctx.perm.stateDir).dir, { recursive: true, mode: 0o700 });
+      return await install(ctx, launch(ctx), script);
+    }
+    if (name === "uninstall") return await uninstall(ctx, script);
+    if (name === "dump") return await dump(ctx, url);
     return await activity(ctx, url, values);
   },
 };

@@ -99,6 +99,10 @@ d=$root/$id
 install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
 if [ "$n" = 1 ]; then
   mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
+  # a launch that fails before current is written leaves nothing behind
+  trap 'rc=$?; if [ $rc -ne 0 ] && [ ! -e "$d/current" ]; then
+    [ "$%{started:-}" = 1 ] && systemctl stop -- "isx-task-$id-$n" >/dev/null 2>&1
+    rm -rf -- "$d"; fi' EXIT
 else
   [ -d "$d" ] || { echo "isx: task $id has no directory" >&2; exit 4; }
 fi
@@ -114,6 +118,7 @@ q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
     -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+  started=1
 else
   setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
 fi
@@ -166,7 +171,8 @@ for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac;
 mapfile -t lines < <(facts "$%{ids[@]}")
 for l in "$%{lines[@]}"; do
   id=$%{l%% *}; d=$root/$id; out=""
-  for f in kind model max-turns key cwd; do v=; rdl v "$d/$f"; out="$out|$v"; done
+  for f in kind model max-turns key; do v=; rdl v "$d/$f"; case $v in *'|'*) v=;; esac; out="$out|$v"; done
+  v=; rdl v "$d/cwd"; out="$out|$v" # last: may hold |
   printf '%s %s\n' "$l" "$out"
 done
 `;

@@ -28,7 +28,7 @@ export interface CallerRef {
 
 /** How a model call ended. */
 export interface CallEnd {
-  /** An upstream response arrived (so `last_response_at` moves). */
+  /** An upstream response arrived (a 502 or a reset ends a call without one). */
   responded: boolean;
   /** Usage read from a 2xx body, if any. */
   usage?: Usage;
@@ -127,7 +127,9 @@ export class ActivityCounter {
         if (done || !c) return;
         done = true;
         c.inFlight--;
-        if (outcome.responded) c.lastResponse = this.#now();
+        // however it ended (502, reset, timeout): idleness is measured from the end, so
+        // `idle_seconds` is present whenever nothing is in flight (seed 000)
+        c.lastResponse = this.#now();
         if (outcome.usage) c.usage = addUsage(c.usage, outcome.usage);
       },
     };

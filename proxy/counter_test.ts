@@ -47,11 +47,17 @@ Deno.test("ActivityCounter sums usage across calls and ends each call exactly on
   equal(e.output_tokens, 6);
 });
 
-Deno.test("ActivityCounter leaves last_response_at alone when no response came", () => {
-  const k = new ActivityCounter({ now: clock().now, providers: ["anthropic"] });
-  k.modelCall(A).end({ responded: false });
+Deno.test("ActivityCounter sets last_response_at and idle_seconds when a call fails", () => {
+  const c = clock();
+  const k = new ActivityCounter({ now: c.now, providers: ["anthropic"] });
+  const call = k.modelCall(A);
+  equal(k.snapshot().instances.a!.idle_seconds, undefined);
+  c.tick(2000);
+  call.end({ responded: false });
+  c.tick(5000);
   const e = k.snapshot().instances.a!;
-  equal(e.last_response_at, undefined);
+  equal(e.last_response_at, 1_002_000);
+  equal(e.idle_seconds, 5);
   equal(e.requests, 1);
   equal(e.in_flight, 0);
 });

@@ -5,7 +5,9 @@
  * used. Accounts are grouped per provider namespace (`anthropic`, `openai`, `github`) with
  * an optional `default`; `custom` holds header rules per domain for other services. Every
  * value is wrapped in a {@link Secret} as soon as it is parsed, so nothing downstream can
- * print one by accident. A missing file means "no credentials" (the proxy still counts).
+ * print one by accident. A missing file, an empty one and the all-comments skeleton `isx init`
+ * writes all mean "no credentials yet": the proxy still runs, counts, and says which
+ * namespaces have none ({@link missingNamespaces}).
  *
  * ```yaml
  * anthropic:
@@ -136,11 +138,26 @@ function accounts<I, A>(
   return { default: def, accounts: map };
 }
 
+/** The provider namespaces of the file, in the order the skeleton lists them. */
+export const NAMESPACES = ["anthropic", "openai", "github"] as const;
+/** A provider namespace. */
+export type CredentialNamespace = typeof NAMESPACES[number];
+
+/** True for YAML text with no document: only blank lines and comments (js-yaml 5 throws). */
+export function isEmptyYaml(text: string): boolean {
+  return text.split("\n").every((l) => /^\s*(#.*)?$/.test(l));
+}
+
+/** The namespaces with no account at all (the proxy relays their placeholders untouched). */
+export function missingNamespaces(c: Credentials): CredentialNamespace[] {
+  return NAMESPACES.filter((n) => c[n].accounts.size === 0);
+}
+
 /** Parses the file's text; messages never quote values. */
 export function parseCredentials(text: string): Credentials {
   let raw: unknown = null;
   try {
-    if (text.trim() !== "") raw = load(text);
+    if (!isEmptyYaml(text)) raw = load(text);
   } catch (e) {
     // js-yaml quotes the offending line, which may hold a value: keep only the position.
     const mark = (e as { mark?: { line?: number } }).mark;

@@ -37,6 +37,29 @@ export function mergeDnsBlock(
   return [...kept, ...block].join("\n");
 }
 
+/** The gateway the proxy's block in `raw.dnsmasq` sends names to, or `undefined` (pure). */
+export function dnsBlockGateway(existing: string, tag: string = DNS_TAG): string | undefined {
+  const begin = `# ${tag} begin`;
+  let inside = false;
+  for (const l of existing.split("\n")) {
+    if (l.startsWith(begin)) inside = true;
+    else if (l === `# ${tag} end`) inside = false;
+    else if (inside) {
+      const m = /^address=\/[^/]+\/(.+)$/.exec(l);
+      if (m) return m[1];
+    }
+  }
+  return undefined;
+}
+
+/** Whether `raw.dnsmasq` already holds exactly this block (pure). */
+export function dnsBlockCurrent(
+  existing: string,
+  opts: { names: readonly string[]; gateway: string; tag?: string | undefined },
+): boolean {
+  return mergeDnsBlock(existing, opts).trimEnd() === existing.trimEnd();
+}
+
 /** The gateway address of a bridge config (`ipv4.address` without the prefix). */
 export function gatewayOf(config: Readonly<Record<string, string>>): string | undefined {
   const a = config["ipv4.address"];

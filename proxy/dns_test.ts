@@ -1,5 +1,5 @@
 import { equal } from "node:assert/strict";
-import { gatewayOf, mergeDnsBlock } from "./dns.ts";
+import { dnsBlockCurrent, dnsBlockGateway, gatewayOf, mergeDnsBlock } from "./dns.ts";
 
 Deno.test("mergeDnsBlock adds, replaces and removes only its own block", () => {
   const user = "log-queries\naddress=/mine.test/10.0.0.9";
@@ -29,4 +29,15 @@ Deno.test("gatewayOf strips the prefix and ignores none/auto", () => {
   equal(gatewayOf({ "ipv4.address": "10.77.0.1/24" }), "10.77.0.1");
   equal(gatewayOf({ "ipv4.address": "none" }), undefined);
   equal(gatewayOf({}), undefined);
+});
+
+Deno.test("dnsBlockGateway and dnsBlockCurrent read the proxy's block only", () => {
+  const user = "address=/mine.test/10.0.0.9";
+  equal(dnsBlockGateway(user), undefined);
+  const raw = mergeDnsBlock(user, { names: ["api.anthropic.com"], gateway: "10.77.0.1" });
+  equal(dnsBlockGateway(raw), "10.77.0.1");
+  equal(dnsBlockCurrent(raw, { names: ["api.anthropic.com"], gateway: "10.77.0.1" }), true);
+  equal(dnsBlockCurrent(raw + "\n", { names: ["api.anthropic.com"], gateway: "10.77.0.1" }), true);
+  equal(dnsBlockCurrent(raw, { names: ["api.anthropic.com"], gateway: "10.77.0.2" }), false);
+  equal(dnsBlockCurrent(user, { names: ["api.anthropic.com"], gateway: "10.77.0.1" }), false);
 });

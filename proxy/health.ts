@@ -1,10 +1,15 @@
 /**
- * The ops port (18080): `GET /health` and `GET /activity`, for host callers only
- * (shared/spec/isx-mcp.md §7.D, §7.H). A host caller is one on loopback or on one of the
- * proxy's own addresses (the bridge gateway, which no instance can hold); everyone else,
- * instances included, gets 404, so an agent cannot read other instances' counts.
- * `POST /shutdown` (how `isx proxy stop` ends a background proxy without needing the right
- * to signal processes) also needs the token the proxy wrote to its 0600 state directory.
+ * The ops port (18080): `GET /health`, `GET /activity` and `GET /ca.crt` (the CA the proxy
+ * signs with, which the CLI writes into guests whose trust store is out of date), for host
+ * callers only (shared/spec/isx-mcp.md §7.D, §7.H). A host caller is one on loopback or on
+ * one of the proxy's own addresses (the bridge gateway, which no instance can hold);
+ * everyone else, instances included, gets 404, so an agent cannot read other instances'
+ * counts. `POST /shutdown` (how `isx proxy stop` ends a background proxy without needing the
+ * right to signal processes) and `GET /dump` (the effective config, secrets as lengths only)
+ * also need the token the proxy wrote to its 0600 state directory.
+ *
+ * `/health` is computed on each read: whether the config files changed since start, whether
+ * the bridge DNS points at the proxy, what is wrong with the credentials file now.
  *
  * @module
  */
@@ -31,23 +36,48 @@ export interface HealthInfo {
   pid: number;
   /** Fingerprint of the CA guests must trust. */
   caFingerprint: string;
-  /** Whether the bridge DNS points at the proxy. */
+  /** Whether the bridge DNS points at the proxy (read from the bridge now). */
   dnsConfigured: boolean;
-  /** Whether config changed since start (always false: restart to apply). */
+  /** Whether the proxy manages the bridge DNS at all (`proxy.dns`). */
+  dnsManaged: boolean;
+  /** Whether config.yaml or credentials.yaml changed since start (restart to apply). */
   configDrifted: boolean;
-  /** Credential problem found at start, if any. */
+  /** The config files that changed since start. */
+  configDriftedFiles: string[];
+  /** What is wrong with the credentials file as it is now, if anything (never a value). */
   authError: string | null;
+  /** Credential namespaces with no account (their placeholders go upstream unchanged). */
+  missingCredentials: string[];
+  /** Where the running program lives (a restart from elsewhere runs another build). */
+  programDir: string | null;
   /** Start time (epoch ms). */
   startedAt: number;
   /** Where to listen. */
   listen: Record<string, string>;
 }
 
+/** The `/health` fields computed on each read (the rest is fixed at start). */
+export type HealthStatus = Pick<
+  HealthInfo,
+  | "gitSha"
+  | "dnsConfigured"
+  | "dnsManaged"
+  | "configDrifted"
+  | "configDriftedFiles"
+  | "authError"
+  | "missingCredentials"
+  | "programDir"
+>;
+
 /** What the ops handler needs. */
 export interface HealthDeps {
   clients: CallerLookup;
   counter: ActivityCounter;
-  health: () => HealthInfo;
+  health: () => Promise<HealthInfo>;
+  /** The CA certificate (PEM) the proxy signs leaves with. */
+  caPem: string;
+  /** `GET /dump` with the shutdown token: the effective config (secrets as lengths). */
+  dump?: () => unknown;
   /** Addresses that are the host itself (the proxy's listen addresses). */
   hostAddresses: ReadonlySet<string>;
   /** `POST /shutdown` with this token calls `onShutdown`; absent = no such endpoint. */
@@ -69,8 +99,8 @@ export function isHostCaller(address: string, hostAddresses: ReadonlySet<string>
 /** The ops handler. */
 export function healthHandler(
   deps: HealthDeps,
-): (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response {
-  return (req, info) => {
+): (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Promise<Response> {
+  return async (req, info) => {
     const path = new URL(req.url).pathname;
     if (!isHostCaller(info.remoteAddr.hostname, deps.hostAddresses)) {
       return new Response("not found\n", { status: 404 });
@@ -84,7 +114,19 @@ export function healthHandler(
       return json(JSON.stringify({ stopping: true, pid: Deno.pid }));
     }
     if (req.method !== "GET") return new Response("not found\n", { status: 404 });
-    if (path === "/health") return json(JSON.stringify(deps.health()));
+    if (path === "/health") return json(JSON.stringify(await deps.health()));
+    if (path === "/ca.crt") {
+      return new Response(deps.caPem, {
+        headers: { "content-type": "application/x-pem-file", "cache-control": "no-store" },
+      });
+    }
+    if (path === "/dump" && deps.dump && deps.shutdown) {
+      const token = req.headers.get(SHUTDOWN_HEADER) ?? "";
+      if (!constantTimeEqual(token, deps.shutdown.token)) {
+        return new Response("forbidden\n", { status: 403 });
+      }
+      return json(JSON.stringify(deps.dump(), null, 2));
+    }
     if (path === "/activity") {
       return json(encodeActivity(deps.counter.snapshot(deps.clients.known())));
     }

@@ -2,153 +2,27 @@
  * The proxy as `isx proxy` runs it: everything assembled from the user's files. Reads the
  * `proxy:` block of `config.yaml`, the credentials file, the host CA; connects to Incus for
  * the address registry and the bridge's DNS; follows isb's egress secrets; then
- * `startProxy`. Also the defaults every `isx proxy` subcommand agrees on (ports,
- * bridge, where the health port is).
- *
- * ```yaml
- * proxy:
- *   bridge: incusbr0          # whose gateway the proxy listens on
- *   proxy_only_bridge: isxproxy0     # also served when it exists (isx branch --network proxy-only)
- *   proxy_only_subnets: 10.78.0.0/16 # where isx branch picks that bridge's /24
- *   gateway: 10.77.0.1        # default: the bridge's ipv4.address
- *   ports: { tls: 443, forward: 3128, health: 18080 }
- *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
- *   domains: [registry.npmjs.org]
- *   hosts: { anthropic: [api.anthropic.com] }
- *   limits: { connections_per_instance: 256, header_timeout: 30s, keepalive_timeout: 2m,
- *             stream_idle_timeout: 15m }
- * ```
+ * `startProxy`. `/health` is computed here from those sources (config drift, the bridge's
+ * DNS now, the credentials file now); the `proxy:` block itself is `host_config.ts`.
  *
  * @module
  */
 
-import { load } from "js-yaml";
-import { z } from "zod";
-import {
-  createIncusClient,
-  type IncusClient,
-  IsbError,
-  isNotFound,
-  log,
-  parseDuration,
-} from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
 import { BridgeGuard, nftBinary } from "./guard.ts";
-import { type CustomRule, loadCredentials } from "./credentials.ts";
-import { applyDns, bridgeGateway } from "./dns.ts";
+import { type CustomRule, loadCredentials, missingNamespaces } from "./credentials.ts";
+import { loadProxyConfig, type ProxyConfig } from "./host_config.ts";
+import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
+import { ConfigWatch } from "./drift.ts";
+import { dumpCredentials } from "./dump.ts";
+import type { HealthStatus } from "./health.ts";
 import { EgressSecrets } from "./egress.ts";
 import { bridgeInfoOf, EgressListeners } from "./egress_serve.ts";
 import { type ProxyHandle, startProxy } from "./start.ts";
 import { BridgeFollower, proxyOnlyGateway } from "./proxy_only.ts";
 import { Policy } from "./policy.ts";
-
-/** The proxy-only bridge's default name (isx branch --network proxy-only makes it). */
-export const PROXY_ONLY_BRIDGE = "isxproxy0";
-
-/** The default ports (team contract). */
-export const DEFAULT_PORTS = { tls: 443, forward: 3128, health: 18080 } as const;
-
-/** A duration (`30s`, `2m`, or seconds as a number) in milliseconds, at least 1 ms. */
-const Duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  try {
-    const ms = parseDuration(v);
-    if (ms >= 1) return ms;
-  } catch { /* reported below */ }
-  ctx.addIssue({ code: "custom", message: `"${v}" is not a duration like 30s, 2m or 90` });
-  return z.NEVER;
-});
-
-const Limits = z.strictObject({
-  connections_per_instance: z.number().int().min(1).max(65535).default(256),
-  header_timeout: Duration.default(30_000),
-  keepalive_timeout: Duration.default(120_000),
-  stream_idle_timeout: Duration.default(900_000),
-});
-
-const ProxyBlock = z.strictObject({
-  bridge: z.string().min(1).default("incusbr0"),
-  proxy_only_bridge: z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/).default(PROXY_ONLY_BRIDGE),
-  proxy_only_subnets: z.string().regex(/^\d{1,3}\.\d{1,3}\.0\.0\/16$/).default(
-    "10.78.0.0/16",
-  ),
-  gateway: z.string().min(1).optional(),
-  ports: z.strictObject({
-    tls: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.tls),
-    forward: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.forward),
-    health: z.number().int().min(0).max(65535).default(DEFAULT_PORTS.health),
-  }).prefault({}),
-  dns: z.boolean().default(true),
-  domains: z.array(z.string().min(1)).default([]),
-  hosts: z.strictObject({
-    anthropic: z.array(z.string().min(1)).optional(),
-    openai: z.array(z.string().min(1)).optional(),
-    github: z.array(z.string().min(1)).optional(),
-  }).optional(),
-  limits: Limits.prefault({}),
-});
-
-/** The `proxy:` block with defaults applied. */
-export interface ProxyConfig {
-  /** The bridge whose gateway the proxy listens on. */
-  bridge: string;
-  /** isx's proxy-only bridge, served too once it exists (marked `user.isx.role`). */
-  proxy_only_bridge: string;
-  /** The `/16` that bridge's `/24` is picked from. */
-  proxy_only_subnets: string;
-  /** The listen address; default: the bridge's `ipv4.address`. */
-  gateway?: string | undefined;
-  /** TLS interception, forward proxy and ops ports. */
-  ports: { tls: number; forward: number; health: number };
-  /** Whether to keep the bridge's `raw.dnsmasq` block up to date. */
-  dns: boolean;
-  /** More intercepted domains. */
-  domains: string[];
-  /** Replacement hosts per provider namespace. */
-  hosts?: {
-    anthropic?: string[] | undefined;
-    openai?: string[] | undefined;
-    github?: string[] | undefined;
-  } | undefined;
-  /** Per-instance connection cap and timeouts (milliseconds once parsed). */
-  limits: {
-    connections_per_instance: number;
-    header_timeout: number;
-    keepalive_timeout: number;
-    stream_idle_timeout: number;
-  };
-}
-
-/** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */
-export function parseProxyConfig(text: string): ProxyConfig {
-  let doc: unknown = null;
-  try {
-    if (text.trim()) doc = load(text);
-  } catch (e) {
-    throw new IsbError("parse", `read config: ${(e as Error).message.split("\n")[0]}`);
-  }
-  const block =
-    (doc && typeof doc === "object" ? (doc as Record<string, unknown>).proxy : undefined) ?? {};
-  const r = ProxyBlock.safeParse(block);
-  if (!r.success) {
-    const i = r.error.issues[0];
-    throw new IsbError(
-      "invalid",
-      `read config: proxy.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"}`,
-    );
-  }
-  return r.data as ProxyConfig;
-}
-
-/** Reads `config.yaml` (missing = defaults). */
-export async function loadProxyConfig(path: string): Promise<ProxyConfig> {
-  try {
-    return parseProxyConfig(await Deno.readTextFile(path));
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return parseProxyConfig("");
-    throw e;
-  }
-}
 
 /** Where `isx proxy` finds things. */
 export interface HostPaths {
@@ -160,6 +34,10 @@ export interface HostPaths {
   isbStateDir: string;
   /** The Incus unix socket. */
   socket: string;
+  /** Where the program runs from (reported by `/health`). */
+  programDir?: string;
+  /** The build's commit (`ISX_GIT_SHA`, set by the launcher), if known. */
+  gitSha?: string | null;
 }
 
 /** A proxy started from the user's files. */
@@ -185,9 +63,20 @@ export async function startHostProxy(
     toolRules?: CustomRule[];
   } = {},
 ): Promise<HostProxy> {
-  const config = await loadProxyConfig(`${paths.configDir}/config.yaml`);
-  const creds = await loadCredentials(`${paths.configDir}/credentials.yaml`);
+  const configPath = `${paths.configDir}/config.yaml`;
+  const credsPath = `${paths.configDir}/credentials.yaml`;
+  const config = await loadProxyConfig(configPath);
+  const creds = await loadCredentials(credsPath);
+  const missing = missingNamespaces(creds);
+  if (missing.length) {
+    log.warn("proxy: no credential yet; their placeholders go upstream unchanged", {
+      namespaces: missing.join(","),
+      file: credsPath,
+    });
+  }
   const ca = await loadCa(`${paths.stateDir}/ca`);
+  // the CA too (after loadCa, which creates it): a renewed ca.crt is served only after a restart
+  const watch = await ConfigWatch.start([configPath, credsPath, `${paths.stateDir}/ca/ca.crt`]);
   const incus = createIncusClient({ socket: paths.socket });
   const cleanup: (() => Promise<void> | void)[] = [() => incus.close()];
   try {
@@ -227,6 +116,32 @@ export async function startHostProxy(
         });
       }
     }
+    const status = async (): Promise<HealthStatus> => {
+      const drifted = await watch.drifted();
+      let authError: string | null = null;
+      try {
+        await loadCredentials(credsPath);
+      } catch (e) {
+        authError = (e as Error).message;
+      }
+      let dns = false;
+      if (config.dns) {
+        try {
+          const raw = (await incus.getNetwork(config.bridge)).value.config["raw.dnsmasq"] ?? "";
+          dns = dnsBlockCurrent(raw, { names: policy.dnsNames(), gateway });
+        } catch { /* the bridge is gone or Incus is down: not configured */ }
+      }
+      return {
+        gitSha: paths.gitSha || null,
+        dnsConfigured: dns,
+        dnsManaged: config.dns,
+        configDrifted: drifted.length > 0,
+        configDriftedFiles: drifted,
+        authError,
+        missingCredentials: missing,
+        programDir: paths.programDir ?? null,
+      };
+    };
     const handle = await startProxy({
       listen: {
         tls: { hostname: gateway, port: config.ports.tls },
@@ -243,6 +158,15 @@ export async function startHostProxy(
       clients: registry,
       egress,
       dnsConfigured,
+      status,
+      dump: () => ({
+        pid: Deno.pid,
+        config: { ...config, gateway },
+        extra_listens: handle.extraListens(),
+        intercepted_domains: policy.domains,
+        credentials: dumpCredentials(creds),
+        instances: (registry.known() ?? []).map((r) => r.name).sort(),
+      }),
       limits: {
         connectionsPerInstance: config.limits.connections_per_instance,
         headerTimeoutMs: config.limits.header_timeout,
@@ -263,7 +187,10 @@ export async function startHostProxy(
     const proxyOnly = followProxyOnly(incus, handle, config, policy.dnsNames());
     cleanup.unshift(() => proxyOnly.close());
     await proxyOnly.start();
-    log.info("proxy: listening", { ...handle.health().listen, domains: policy.domains.join(",") });
+    log.info("proxy: listening", {
+      ...(await handle.health()).listen,
+      domains: policy.domains.join(","),
+    });
     return {
       handle,
       config,

@@ -76,7 +76,7 @@ export {
 } from "./clients.ts";
 export type { Grant, GrantName } from "./policy.ts";
 export type { GuardEntry } from "./guard.ts";
-export type { HealthInfo } from "./health.ts";
+export type { HealthInfo, HealthStatus } from "./health.ts";
 export { ActivityCounter } from "./counter.ts";
 export {
   type ExtraListen,
@@ -93,7 +93,10 @@ export {
   ROLE_PROXY_ONLY,
 } from "./proxy_only.ts";
 export * from "./host.ts";
+export * from "./host_config.ts";
 export * from "./runfiles.ts";
+export { applyDns, dnsBlockCurrent, dnsBlockGateway, gatewayOf, mergeDnsBlock } from "./dns.ts";
+export { type CredentialNamespace, missingNamespaces, NAMESPACES } from "./credentials.ts";
 export * from "./activity_format.ts";
 export {
   type BridgeInfo,

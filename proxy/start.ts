@@ -14,7 +14,7 @@ import type { CaSigner } from "./ca.ts";
 import type { CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";
 import { serveForward } from "./forward.ts";
-import { healthHandler, type HealthInfo } from "./health.ts";
+import { healthHandler, type HealthInfo, type HealthStatus } from "./health.ts";
 import type { Policy } from "./policy.ts";
 import type { EgressLookup } from "./admit.ts";
 import { type InterceptServer, serveIntercept } from "./intercept.ts";
@@ -71,10 +71,14 @@ export interface StartProxyOptions {
   upstreamCaCerts?: string[];
   /** Vertex access tokens (default: from each account's command, cached). */
   vertexTokens?: VertexTokens;
-  /** Whether the bridge DNS points at the proxy (reported by `/health`). */
+  /** Whether the bridge DNS points at the proxy (reported by `/health` without `status`). */
   dnsConfigured?: boolean;
+  /** The `/health` fields computed on each read (`isx proxy` computes them from its files). */
+  status?: () => Promise<HealthStatus>;
   /** Enables `POST /shutdown` on the ops port for callers presenting this token. */
   shutdown?: { token: string; onShutdown: () => void };
+  /** `GET /dump` (with the shutdown token): the effective config, secrets as lengths. */
+  dump?: () => unknown;
   /** Per-instance connection cap and timeouts (default {@link DEFAULT_LIMITS}). */
   limits?: Partial<ProxyLimits>;
   /** Test only: looks up forward-proxy target names (default: the system's DNS). */
@@ -103,7 +107,7 @@ export interface ProxyHandle {
   /** Fingerprint of the CA guests must trust. */
   readonly caFingerprint: string;
   /** The `/health` body. */
-  health(): HealthInfo;
+  health(): Promise<HealthInfo>;
   /** Stops every listener and connection. */
   close(): Promise<void>;
 }
@@ -159,15 +163,22 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       tls: `${opts.listen.tls.hostname}:${tlsAddr.port}`,
       forward: `${opts.listen.forward.hostname}:${(forwardListener.addr as Deno.NetAddr).port}`,
     };
-    const health = (): HealthInfo => ({
-      version: VERSION,
+    const fixed: HealthStatus = {
       gitSha: null,
+      dnsConfigured: opts.dnsConfigured ?? false,
+      dnsManaged: opts.dnsConfigured ?? false,
+      configDrifted: false,
+      configDriftedFiles: [],
+      authError: null,
+      missingCredentials: [],
+      programDir: null,
+    };
+    const health = async (): Promise<HealthInfo> => ({
+      version: VERSION,
       runtime: `deno ${Deno.version.deno}`,
       pid: Deno.pid,
       caFingerprint: opts.ca.fingerprint,
-      dnsConfigured: opts.dnsConfigured ?? false,
-      configDrifted: false,
-      authError: null,
+      ...(opts.status ? await opts.status() : fixed),
       startedAt,
       listen,
     });
@@ -175,8 +186,10 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       clients: opts.clients,
       counter,
       health,
+      caPem: opts.ca.certPem,
       hostAddresses,
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
+      ...(opts.dump ? { dump: opts.dump } : {}),
     });
     const healthServers = opts.listen.health.map((h) =>
       Deno.serve({ hostname: h.hostname, port: h.port, signal: abort.signal, onListen() {} }, ops)

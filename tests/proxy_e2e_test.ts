@@ -15,6 +15,8 @@ import {
   Policy,
   type ProxyHandle,
   startProxy,
+  stateOf,
+  toRecords,
 } from "../proxy/mod.ts";
 import {
   type FakeUpstream,
@@ -282,7 +284,7 @@ Deno.test("proxy fails closed with 502 for a pin to a missing account", async ()
   }
 });
 
-Deno.test("proxy answers 502 when the upstream is down and counts no response", async () => {
+Deno.test("proxy answers 502 when the upstream is down and the ended call counts as idle", async () => {
   const env = await setup();
   await env.up.close();
   try {
@@ -292,7 +294,13 @@ Deno.test("proxy answers 502 when the upstream is down and counts no response", 
     const a = (await env.activity()).instances[A.name]!;
     equal(a.requests, 1);
     equal(a.in_flight, 0);
-    equal(a.last_response_at, undefined);
+    // a call that ended, however it ended, sets last_response_at (issue 12, seed 000)
+    ok(a.last_response_at! >= a.last_request_at!);
+    equal(typeof a.idle_seconds, "number");
+    // and `isx proxy activity` shows the instance as idle, with an IDLE time
+    const rec = toRecords(await env.activity()).find((r) => r.instance === A.name)!;
+    equal(stateOf(rec), "idle");
+    ok(rec.idle_seconds !== null);
   } finally {
     await env.proxy.close();
   }

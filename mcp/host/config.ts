@@ -19,6 +19,13 @@ export interface HostConfig {
   bridge: string;
   /** Extra intercepted domains (the proxy's), for guests' NO_PROXY. */
   domains: string[];
+  /** The proxy's ops port (`proxy.ports.health`, default 18080), read on 127.0.0.1. */
+  healthPort: number;
+}
+
+/** The proxy's ops address as the host layer reaches it (preflight, MCP server). */
+export function proxyHealthUrl(c: Pick<HostConfig, "healthPort">): string {
+  return `http://127.0.0.1:${c.healthPort}`;
 }
 
 /** The default bridge. */
@@ -48,7 +55,7 @@ export function readHostConfig(configDir: string, home: string): HostConfig {
     text = Deno.readTextFileSync(file);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
-      return { searchPaths: [], bridge: DEFAULT_BRIDGE, domains: [] };
+      return { searchPaths: [], bridge: DEFAULT_BRIDGE, domains: [], healthPort: 18080 };
     }
     throw new IsbError("io", `read config "${file}": ${(e as Error).message}`);
   }
@@ -63,7 +70,8 @@ export function parseHostConfig(
 ): HostConfig {
   let raw: unknown;
   try {
-    raw = parseYaml(text) ?? {};
+    // js-yaml 5 refuses a document of comments only: that is an empty config
+    raw = text.split("\n").every((l) => /^\s*(#.*)?$/.test(l)) ? {} : parseYaml(text) ?? {};
   } catch (e) {
     throw new IsbError("parse", `read config "${file}": ${(e as Error).message.split("\n")[0]}`);
   }
@@ -83,7 +91,16 @@ export function parseHostConfig(
       `config file "${file}": field "proxy.bridge": expected a network name`,
     );
   }
+  const ports = (proxy.ports ?? {}) as Record<string, unknown>;
+  const healthPort = ports.health ?? 18080;
+  if (typeof healthPort !== "number" || !Number.isInteger(healthPort) || healthPort < 0) {
+    throw new IsbError(
+      "invalid",
+      `config file "${file}": field "proxy.ports.health": expected a port`,
+    );
+  }
   return {
+    healthPort,
     searchPaths: strings(file, "templates.searchPaths", tpl.searchPaths).map((p) =>
       expand(p, where.configDir, where.home)
     ),

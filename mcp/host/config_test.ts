@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../../rpc/mod.ts";
-import { CONFIG_TEMPLATE, parseHostConfig } from "./config.ts";
+import { CONFIG_TEMPLATE, parseHostConfig, proxyHealthUrl } from "./config.ts";
 
 const WHERE = { configDir: "/home/me/.config/isx", home: "/home/me" };
 
@@ -9,7 +9,14 @@ Deno.test("parseHostConfig reads the written template with its defaults", () => 
     searchPaths: [],
     bridge: "incusbr0",
     domains: [],
+    healthPort: 18080,
   });
+});
+
+Deno.test("parseHostConfig takes a comments-only file as the defaults and reads the ops port", () => {
+  assert.equal(parseHostConfig("c.yaml", "# nothing yet\n", WHERE).bridge, "incusbr0");
+  const c = parseHostConfig("c.yaml", "proxy:\n  ports: { health: 19090 }\n", WHERE);
+  assert.equal(proxyHealthUrl(c), "http://127.0.0.1:19090");
 });
 
 Deno.test("parseHostConfig expands search paths and ignores other blocks", () => {

@@ -1,6 +1,7 @@
 /**
  * The host side shared by templates and instances: config.yaml's host keys, `isx init`,
- * instance stamps and small helpers for talking to guests through the Incus client.
+ * instance stamps, small helpers for talking to guests through the Incus client, and what
+ * the proxy's ops port says (`proxy_check.ts`).
  *
  * @module
  */
@@ -10,3 +11,4 @@ export * from "./init.ts";
 export * from "./stamps.ts";
 export * from "./guest.ts";
 export * from "./waits.ts";
+export * from "./proxy_check.ts";

@@ -41,12 +41,16 @@ export const STAMP = {
   network: "network",
   /** Hex SHA-256 of the per-start secret in /run/isx/instance-secret. */
   secretHash: "instance-secret-sha256",
+  /** Fingerprint of the proxy CA a template was built with, or an instance now trusts. */
+  caFingerprint: "ca-sha256",
   /** Prefix: an instance's account pin per namespace (`account.claude=work`). */
   account: "account.",
   /** Prefix: a template's `accounts:` per namespace, carried to every copy. */
   templateAccount: "template-account.",
   /** The fixed IPv4 address of the instance's filtered NIC. */
   staticIp: "static-ip",
+  /** A build container's credential namespaces, as its trusted definition declares them. */
+  credentials: "credentials",
 } as const;
 
 /** The stamps of a template's `accounts:` (`template-account.<ns>`), prefix-less. */

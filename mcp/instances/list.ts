@@ -2,8 +2,10 @@
  * `isx list`: every instance isx made (templates, builds in progress or failed, and
  * instances), from one `recursion=2` listing that carries state and addresses. Records
  * end with `mcp_state` (`held`, `orphaned`, `kept`, else null) and `mcp_purpose`
- * (shared/spec/isx-mcp.md §4.7); the table gains an MCP column only when some instance has
- * MCP stamps. Control characters in stamps are flattened for people.
+ * (shared/spec/isx-mcp.md §4.7), then `ca_outdated`: whether a template or instance trusts
+ * another proxy CA than the current one (null when unknown or not stamped); the table gains
+ * an MCP column only when some instance has MCP stamps, and a CA column only when something
+ * is out of date. Control characters in stamps are flattened for people.
  *
  * @module
  */
@@ -31,6 +33,8 @@ export interface ListRecord {
   mcp_state: "held" | "orphaned" | "kept" | null;
   /** The MCP purpose stamp. */
   mcp_purpose: string | null;
+  /** Trusts another proxy CA than the current one (templates: isx build; instances: start). */
+  ca_outdated: boolean | null;
 }
 
 const KIND: Record<string, ListRecord["kind"]> = {
@@ -59,7 +63,10 @@ export function mcpState(s: Record<string, string>): ListRecord["mcp_state"] {
 }
 
 /** The record of one instance, or undefined if isx did not make it (pure). */
-export function toRecord(inst: Instance & { state?: InstanceState }): ListRecord | undefined {
+export function toRecord(
+  inst: Instance & { state?: InstanceState },
+  currentCa?: string,
+): ListRecord | undefined {
   const s = readStamps(inst.config);
   const kind = KIND[s[STAMP.type] ?? ""];
   if (!kind) return undefined;
@@ -73,15 +80,19 @@ export function toRecord(inst: Instance & { state?: InstanceState }): ListRecord
     created: inst.created_at,
     mcp_state: mcpState(s),
     mcp_purpose: s["mcp-purpose"] || null,
+    ca_outdated: currentCa && s[STAMP.caFingerprint] ? s[STAMP.caFingerprint] !== currentCa : null,
   };
 }
 
-/** Lists isx's instances, templates first, then by name. */
-export async function listIsxInstances(client: IncusClient): Promise<ListRecord[]> {
+/** Lists isx's instances, templates first, then by name; `currentCa` marks outdated CAs. */
+export async function listIsxInstances(
+  client: IncusClient,
+  currentCa?: string,
+): Promise<ListRecord[]> {
   const r = await client.call("GET", "/1.0/instances", { query: { recursion: 2 } });
   const all = (r.kind === "sync" ? r.metadata : []) as (Instance & { state?: InstanceState })[];
   const order = { template: 0, build: 1, instance: 2 };
-  return all.flatMap((i) => toRecord(i) ?? [])
+  return all.flatMap((i) => toRecord(i, currentCa) ?? [])
     .sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
 }
 
@@ -93,7 +104,17 @@ function flat(s: string): string {
 /** The table people see. */
 export function formatTable(rows: readonly ListRecord[]): string {
   const mcp = rows.some((r) => r.mcp_state !== null);
-  const head = ["NAME", "KIND", "STATUS", "TEMPLATE", "IPV4", "NETWORK", ...(mcp ? ["MCP"] : [])];
+  const ca = rows.some((r) => r.ca_outdated === true);
+  const head = [
+    "NAME",
+    "KIND",
+    "STATUS",
+    "TEMPLATE",
+    "IPV4",
+    "NETWORK",
+    ...(mcp ? ["MCP"] : []),
+    ...(ca ? ["CA"] : []),
+  ];
   const body = rows.map((r) => [
     flat(r.name),
     r.kind,
@@ -108,6 +129,15 @@ export function formatTable(rows: readonly ListRecord[]): string {
             ? "orphaned"
             : `${r.mcp_state}${r.mcp_purpose ? ": " + r.mcp_purpose : ""}`,
         ),
+      ]
+      : []),
+    ...(ca
+      ? [
+        r.ca_outdated === true
+          ? (r.kind === "template" ? `out of date: isx build ${flat(r.name)}` : "out of date")
+          : r.ca_outdated === false
+          ? "ok"
+          : "-",
       ]
       : []),
   ]);

@@ -52,6 +52,7 @@ Deno.test("toRecord reads kind, template, network and the address", () => {
     created: "2026-11-30T10:00:00Z",
     mcp_state: null,
     mcp_purpose: null,
+    ca_outdated: null,
   });
 });
 
@@ -82,4 +83,24 @@ Deno.test("formatTable adds the MCP column only when some instance has MCP stamp
   const t = formatTable([plain, held]);
   assert.match(t, /MCP/);
   assert.ok(t.includes("held: fix  #1"));
+});
+
+Deno.test("toRecord and formatTable mark a template built under another CA", () => {
+  const tpl = (name: string, ca: string) =>
+    inst(name, {
+      "user.incus-spawn.type": "base",
+      "user.incus-spawn.profile": name,
+      "user.incus-spawn.ca-sha256": ca,
+    }, "Stopped");
+  const current = toRecord(tpl("tpl-a", "AA:01"), "AA:01")!;
+  const old = toRecord(tpl("tpl-b", "BB:02"), "AA:01")!;
+  const unstamped = toRecord(inst("tpl-c", { "user.incus-spawn.type": "base" }), "AA:01")!;
+  assert.equal(current.ca_outdated, false);
+  assert.equal(old.ca_outdated, true);
+  assert.equal(unstamped.ca_outdated, null);
+  assert.equal(toRecord(tpl("tpl-b", "BB:02"))!.ca_outdated, null, "no current CA: unknown");
+  assert.doesNotMatch(formatTable([current, unstamped]), /CA/);
+  const t = formatTable([current, old, unstamped]);
+  assert.match(t, /\bCA\b/);
+  assert.ok(t.includes("out of date: isx build tpl-b"), t);
 });

@@ -54,7 +54,15 @@ export async function proxyOnlyChecks(
   c: IncusClient,
   o: { home: IsxHome; leaf: string; full: string; name: string; peer: string },
 ): Promise<void> {
-  const r = await o.home.isx(["branch", o.name, "--from", o.leaf, "--network", "proxy-only"]);
+  const r = await o.home.isx([
+    "branch",
+    o.name,
+    "--from",
+    o.leaf,
+    "--network",
+    "proxy-only",
+    "--no-preflight",
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const net = (await c.getNetwork(PROXY_ONLY_BRIDGE)).value;
   assert.equal(net.config[KEY_ISX_ROLE], "proxy-only");
@@ -154,7 +162,15 @@ export async function proxyOnlyChecks(
       "peer\n",
       `a listener inside the first proxy-only instance: ${self.stderr}`,
     );
-    const r2 = await o.home.isx(["branch", o.peer, "--from", o.leaf, "--network", "proxy-only"]);
+    const r2 = await o.home.isx([
+      "branch",
+      o.peer,
+      "--from",
+      o.leaf,
+      "--network",
+      "proxy-only",
+      "--no-preflight",
+    ]);
     assert.equal(r2.code, 0, r2.stderr);
     const peer = await sh(
       c,

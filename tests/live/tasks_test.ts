@@ -124,6 +124,26 @@ Deno.test({
         },
       );
 
+      await t.step("a launch that fails leaves no task directory behind", async () => {
+        const taken = await sh(
+          incus,
+          name,
+          `systemd-run --quiet --collect --unit=isx-task-${id(10)}-1 -- sleep 600`,
+        );
+        assert.equal(taken.code, 0, taken.err);
+        await assert.rejects(
+          engine.startCommand(name, { taskId: id(10), command: "true" }),
+          (e: Error) => /launch task .* exit 1/.test(e.message),
+        );
+        const left = await sh(incus, name, `ls -d /home/agentuser/.isx-mcp/tasks/${id(10)}`);
+        assert.notEqual(left.code, 0);
+        assert.deepEqual((await engine.probeStates(name, [id(10)])).get(id(10)), {
+          state: "lost",
+          run: 0,
+        });
+        await sh(incus, name, `systemctl stop isx-task-${id(10)}-1`);
+      });
+
       await t.step("a probe of many tasks costs one exec", async () => {
         const before = execs();
         const m = await engine.probe(name, [id(1), "t98-none", "t97-none"]);
@@ -203,6 +223,37 @@ Deno.test({
         );
         await assert.rejects(engine.status(name, "../etc"), /invalid task id/);
       });
+
+      await t.step(
+        "guest root's FIFOs and hostile records neither hang nor pass through",
+        async () => {
+          const d = `/home/agentuser/.isx-mcp/tasks`;
+          const plant = await sh(
+            incus,
+            name,
+            `set -e; mkdir -p ${d}/t8-${tag} ${d}/t9-${tag}; cd ${d}/t8-${tag}; mkfifo current kind cwd key
+           cd ${d}/t9-${tag}; echo 1 > current; mkfifo exit-1 stdout; printf 'a|b\n' > model
+           printf '$(reboot)\n' > key; printf 'relative\n' > cwd; echo command > kind`,
+          );
+          assert.equal(plant.code, 0, plant.err);
+          const t0 = performance.now();
+          const m = await engine.probeStates(name, [id(8), id(9)]);
+          assert.deepEqual(m.get(id(8)), { state: "lost", run: 0 });
+          assert.deepEqual(m.get(id(9)), { state: "lost", run: 1 }); // a FIFO is no exit file
+          const st = await engine.status(name, id(9));
+          assert.deepEqual([st.state, st.stdout_tail, st.key, st.cwd, st.model], [
+            "lost",
+            "",
+            undefined,
+            undefined,
+            undefined,
+          ]);
+          const listed = (await engine.list(name)).filter((x) => x.task_id.endsWith(tag));
+          const hostile = listed.find((x) => x.task_id === id(9))!;
+          assert.deepEqual(Object.keys(hostile).sort(), ["kind", "run", "state", "task_id"]);
+          assert.ok(performance.now() - t0 < 20_000, "FIFO reads blocked");
+        },
+      );
 
       await t.step("a foreground command streams lines, caps tails and times out", async () => {
         const lines: string[] = [];

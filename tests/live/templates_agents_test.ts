@@ -43,7 +43,15 @@ Deno.test({
       const r = await home.isx(["build", "-q", name]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       const inst = `${name}-i`;
-      const b = await home.isx(["branch", inst, "--from", name, "--network", "airgap"]);
+      const b = await home.isx([
+        "branch",
+        inst,
+        "--from",
+        name,
+        "--network",
+        "airgap",
+        "--no-preflight",
+      ]);
       assert.equal(b.code, 0, b.stderr);
       for (const cmd of ["node", "claude", "codex", "pi", "opencode", "isx"]) {
         const v = await execRecorded(c, inst, ["bash", "-lc", `${cmd} --version`], {

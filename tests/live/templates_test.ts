@@ -94,7 +94,7 @@ Deno.test({
       const inst = `${p}-i1`;
       if (!built) return; // every later step needs the chain
       const branched = await t.step("isx branch makes a running copy with an address", async () => {
-        const r = await home.isx(["branch", inst, "--from", leaf, "--json"]);
+        const r = await home.isx(["branch", inst, "--from", leaf, "--json", "--no-preflight"]);
         assert.equal(r.code, 0, r.stderr);
         const out = JSON.parse(r.stdout);
         assert.match(out.ip, /^10\.|^\d+\.\d+\.\d+\.\d+$/);
@@ -192,7 +192,10 @@ Deno.test({
         "isx shell opens a login shell as agentuser in the workdir, through a real terminal",
         async () => {
           const session = `${p}-tmux`;
-          const args = programArgs(["shell", inst], { env: home.env, cwd: home.root });
+          const args = programArgs(["shell", "--no-preflight", inst], {
+            env: home.env,
+            cwd: home.root,
+          });
           const envArgs = Object.entries(home.env).map(([k, v]) => `${k}=${v}`);
           const tmux = (...a: string[]) =>
             new Deno.Command("tmux", { args: a, stdout: "piped", stderr: "piped" }).output();
@@ -252,7 +255,7 @@ Deno.test({
       );
 
       await t.step("a second branch gets its own machine id and address", async () => {
-        const r = await home.isx(["branch", `${p}-i2`, "--from", leaf, "--json"]);
+        const r = await home.isx(["branch", `${p}-i2`, "--from", leaf, "--json", "--no-preflight"]);
         assert.equal(r.code, 0, r.stderr);
         const ip2 = JSON.parse(r.stdout).ip;
         const st = await c.getInstanceState(inst);
@@ -265,7 +268,15 @@ Deno.test({
       });
 
       await t.step("an airgapped branch has no network device", async () => {
-        const r = await home.isx(["branch", `${p}-air`, "--from", leaf, "--network", "airgap"]);
+        const r = await home.isx([
+          "branch",
+          `${p}-air`,
+          "--from",
+          leaf,
+          "--network",
+          "airgap",
+          "--no-preflight",
+        ]);
         assert.equal(r.code, 0, r.stderr);
         const links = await sh(c, `${p}-air`, "ls /sys/class/net");
         assert.equal(links.stdout.trim(), "lo");

@@ -1,0 +1,27 @@
+/**
+ * The Incus client of the instance commands (`isx branch|list|start|stop|destroy|shell`):
+ * made from the global options with the slow-daemon timeout, closed after the command.
+ *
+ * @module
+ */
+
+import { SLOW_DAEMON_MS } from "../mcp/mod.ts";
+import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
+import type { CliContext } from "./command.ts";
+
+/** Runs `fn` with a client for the command's socket and project, then closes it. */
+export async function withClient(
+  ctx: CliContext,
+  fn: (c: IncusClient) => Promise<number>,
+): Promise<number> {
+  const client = createIncusClient({
+    socket: ctx.global.socket,
+    project: ctx.global.project ?? "",
+    timeouts: { requestMs: SLOW_DAEMON_MS },
+  });
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}

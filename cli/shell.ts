@@ -1,0 +1,112 @@
+/**
+ * `isx shell`: owns the terminal (raw mode, the title, resizes) and the exec's streams over
+ * the Incus websocket (no `incus` binary). Before the shell opens, the same preflight as
+ * `isx branch` (the proxy answers, runs this build and config) and the CA repair: a guest
+ * that trusts another proxy CA gets the served one first.
+ *
+ * @module
+ */
+
+import { NAME_RE, readStamps, shellExec, STAMP, startIsxInstance } from "../mcp/mod.ts";
+import { type ExecOptions, type ExecSession, type IncusClient, IsbError } from "../rpc/mod.ts";
+import { parseCommandArgs, UsageError } from "./args.ts";
+import type { CliContext, Command } from "./command.ts";
+import { checkProxy, repairCa } from "./instance_checks.ts";
+import { withClient } from "./instances_client.ts";
+
+/** Opens the exec; a failed websocket upgrade means the shell never started, so retry. */
+async function openSession(
+  client: IncusClient,
+  name: string,
+  exec: ExecOptions,
+): Promise<ExecSession> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await client.exec(name, exec);
+    } catch (e) {
+      if (!(e instanceof IsbError) || !/websocket/.test(e.message) || attempt >= 3) throw e;
+    }
+  }
+}
+
+async function interact(client: IncusClient, name: string, ctx: CliContext): Promise<number> {
+  const tty = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
+  const size = tty ? Deno.consoleSize() : { columns: 80, rows: 24 };
+  const { exec, title } = await shellExec(client, name, {
+    width: size.columns,
+    height: size.rows,
+    term: ctx.env.TERM ?? "",
+  });
+  const session = await openSession(client, name, exec);
+  const enc = new TextEncoder();
+  if (Deno.stdout.isTerminal()) Deno.stdout.writeSync(enc.encode(`\x1b]0;${title}\x07`));
+  if (tty) Deno.stdin.setRaw(true);
+  const onResize = () => {
+    const s = Deno.consoleSize();
+    session.resize(s.columns, s.rows).catch(() => {});
+  };
+  if (tty) Deno.addSignalListener("SIGWINCH", onResize);
+  const reader = Deno.stdin.readable.getReader();
+  const input = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        await session.write(value);
+      }
+      await session.closeStdin();
+    } catch { /* the session ended first */ }
+  })();
+  try {
+    await session.stdout.pipeTo(Deno.stdout.writable, { preventClose: true });
+    return await session.exit;
+  } finally {
+    if (tty) {
+      Deno.removeSignalListener("SIGWINCH", onResize);
+      Deno.stdin.setRaw(false);
+    }
+    session.close();
+    reader.releaseLock();
+    void input;
+  }
+}
+
+/** `isx shell`. */
+export const shellCommand: Command = {
+  name: "shell",
+  progs: ["isx"],
+  summary: "open a login shell as agentuser in an instance",
+  help: `Usage: isx shell [--no-preflight] <name>
+
+Opens an interactive login shell as agentuser in the instance's working directory
+(its template's workdir), with the terminal title set to the instance's name. A
+stopped instance is started first (with a fresh instance secret). Exits with the
+shell's exit status.
+
+First, as isx branch does, it refuses when the proxy is not running or runs another
+build or config (exit 7, naming the fixing command), and repairs the guest's trust
+store when the proxy now signs with another CA than the one the instance trusts.
+
+Options:
+  --no-preflight   skip the refusals (the CA repair still runs when the proxy answers)`,
+  mode: () => "instances",
+  run(rest, ctx) {
+    const { values, positionals } = parseCommandArgs(rest, {
+      "no-preflight": { type: "boolean" },
+    });
+    if (positionals.length !== 1) throw new UsageError("name one instance");
+    const name = positionals[0]!;
+    if (!NAME_RE.test(name)) throw new UsageError(`"${name}" is not an instance name`);
+    return withClient(ctx, async (client) => {
+      // the instance record carries the status; /state would also gather addresses (slow)
+      const { value } = await client.getInstance(name);
+      const health = await checkProxy(ctx, {
+        action: `open a shell in "${name}"`,
+        skip: values["no-preflight"] === true,
+      });
+      if (value.status === "Stopped") await startIsxInstance(client, name, {});
+      await repairCa(ctx, client, name, health, readStamps(value.config)[STAMP.caFingerprint]);
+      return await interact(client, name, ctx);
+    });
+  },
+};

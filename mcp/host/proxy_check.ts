@@ -1,0 +1,219 @@
+/**
+ * What the host layer knows of the running proxy, read from its ops port: `/health` (as a
+ * client reads any wire format: parsed, unknown fields ignored) and `/ca.crt`. The judgements
+ * on top are pure: whether the proxy's build drifted from this program's
+ * ({@link versionDrift}; shared/spec/isx-mcp.md §7.H), and which of the six states of
+ * `isx proxy status` the host is in ({@link classifyProxy}).
+ *
+ * The host layer never imports the proxy (architecture.md §3), so the `/health` shape is
+ * repeated here as the wire contract it is.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { pemToDer } from "../../rpc/mod.ts";
+
+const Health = z.looseObject({
+  version: z.string().optional(),
+  gitSha: z.string().nullable().optional(),
+  runtime: z.string().optional(),
+  pid: z.number(),
+  caFingerprint: z.string(),
+  dnsConfigured: z.boolean().optional(),
+  dnsManaged: z.boolean().optional(),
+  configDrifted: z.boolean().optional(),
+  configDriftedFiles: z.array(z.string()).optional(),
+  authError: z.string().nullable().optional(),
+  missingCredentials: z.array(z.string()).optional(),
+  programDir: z.string().nullable().optional(),
+  listen: z.looseObject({ tls: z.string().optional(), forward: z.string().optional() })
+    .optional(),
+});
+
+/** The `/health` body as clients read it (fields of older proxies may be missing). */
+export interface ProxyHealth {
+  /** Program version (absent: a legacy proxy). */
+  version?: string | undefined;
+  /** The build's commit, when known. */
+  gitSha?: string | null | undefined;
+  /** Runtime and version. */
+  runtime?: string | undefined;
+  /** Process id. */
+  pid: number;
+  /** Fingerprint of the CA it signs with. */
+  caFingerprint: string;
+  /** Whether the bridge DNS points at it now. */
+  dnsConfigured?: boolean | undefined;
+  /** Whether it manages the bridge DNS at all. */
+  dnsManaged?: boolean | undefined;
+  /** Whether its config files changed since start. */
+  configDrifted?: boolean | undefined;
+  /** Which ones. */
+  configDriftedFiles?: string[] | undefined;
+  /** What is wrong with the credentials file now. */
+  authError?: string | null | undefined;
+  /** Namespaces with no credential. */
+  missingCredentials?: string[] | undefined;
+  /** Where it runs from. */
+  programDir?: string | null | undefined;
+  /** Its listen addresses. */
+  listen?: { tls?: string | undefined; forward?: string | undefined } | undefined;
+}
+
+/** What a read of `/health` found. */
+export type HealthRead =
+  | { kind: "ok"; health: ProxyHealth }
+  | { kind: "down" }
+  | { kind: "foreign"; detail: string };
+
+/** Reads `/health` (2 s timeout): down when nothing answers, foreign when not isx's. */
+export async function readProxyHealth(url: string): Promise<HealthRead> {
+  let res: Response;
+  try {
+    res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
+  } catch {
+    return { kind: "down" };
+  }
+  const text = await res.text().catch(() => "");
+  if (res.status !== 200) return { kind: "foreign", detail: `HTTP ${res.status}` };
+  try {
+    const r = Health.safeParse(JSON.parse(text));
+    if (r.success) return { kind: "ok", health: r.data as ProxyHealth };
+    return { kind: "foreign", detail: "not an isx proxy /health body" };
+  } catch {
+    return { kind: "foreign", detail: "not JSON" };
+  }
+}
+
+/** Reads the CA certificate (PEM) the proxy signs with, from `/ca.crt`. */
+export async function readServedCa(url: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(`${url}/ca.crt`, { signal: AbortSignal.timeout(2000) });
+    const text = await res.text();
+    return res.status === 200 && text.includes("BEGIN CERTIFICATE") ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** SHA-256 fingerprint of a PEM certificate, in the proxy's format (`AB:CD:…`). */
+export async function pemFingerprint(pem: string): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", pemToDer(pem)));
+  return Array.from(d, (x) => x.toString(16).padStart(2, "0").toUpperCase()).join(":");
+}
+
+/** This program's build, to compare with the proxy's. */
+export interface OwnBuild {
+  /** VERSION. */
+  version: string;
+  /** The commit the launcher found (`ISX_GIT_SHA`), if any. */
+  gitSha: string | null;
+  /** Where this program lives. */
+  programDir: string;
+}
+
+/** How the proxy's build compares with this program's. */
+export type Drift =
+  | { kind: "none" }
+  | { kind: "legacy"; detail: string }
+  | { kind: "restart"; detail: string }
+  | { kind: "futile"; detail: string };
+
+function short(sha: string | null | undefined): string {
+  return sha ? sha.slice(0, 12) : "unknown commit";
+}
+
+/**
+ * Version drift (pure): a proxy of another version or commit is stale ("restart
+ * recommended"), unless it runs from another program directory, where a restart runs
+ * that build again (futile: reinstall from here, or use that build's isx).
+ */
+export function versionDrift(h: ProxyHealth, own: OwnBuild): Drift {
+  if (h.version === undefined) {
+    return { kind: "legacy", detail: "the proxy predates version reporting" };
+  }
+  const commits = h.gitSha && own.gitSha && h.gitSha !== own.gitSha;
+  if (h.version === own.version && !commits) return { kind: "none" };
+  const what = `the proxy runs ${h.version} (${short(h.gitSha)}), this isx is ${own.version} ` +
+    `(${short(own.gitSha)})`;
+  if (h.programDir && h.programDir !== own.programDir) {
+    return {
+      kind: "futile",
+      detail: `${what}; it runs from ${h.programDir}, so a restart runs that build again`,
+    };
+  }
+  return { kind: "restart", detail: `${what}: restart recommended (isx proxy restart)` };
+}
+
+/** The six states of `isx proxy status`. */
+export const PROXY_STATES = [
+  "running",
+  "waiting_for_dns",
+  "not_running",
+  "stale_dns",
+  "stale_gateway",
+  "unknown",
+] as const;
+/** One of {@link PROXY_STATES}. */
+export type ProxyState = typeof PROXY_STATES[number];
+
+/** Exit status per state: 0 usable, 1 not running, 2 needs action, 3 unknown. */
+export const PROXY_STATE_EXIT: Record<ProxyState, number> = {
+  running: 0,
+  not_running: 1,
+  waiting_for_dns: 2,
+  stale_dns: 2,
+  stale_gateway: 2,
+  unknown: 3,
+};
+
+/** What {@link classifyProxy} looks at. */
+export interface ProxyFacts {
+  /** The `/health` read. */
+  read: HealthRead;
+  /** Whether config.yaml asks the proxy to manage the bridge DNS. */
+  dnsManaged: boolean;
+  /** The bridge's gateway now (`undefined`: unknown, e.g. Incus down). */
+  bridgeGateway?: string | undefined;
+  /** The gateway config.yaml pins (`proxy.gateway`), if any. */
+  pinnedGateway?: string | undefined;
+  /** Where the bridge DNS sends intercepted names now (`undefined`: nowhere, or unknown). */
+  dnsBlockGateway?: string | undefined;
+}
+
+/** The state and a line saying why and what to do (pure). */
+export function classifyProxy(f: ProxyFacts): { state: ProxyState; why: string } {
+  if (f.read.kind === "foreign") {
+    return {
+      state: "unknown",
+      why: `something answers, but not like isx proxy (${f.read.detail})`,
+    };
+  }
+  if (f.read.kind === "down") {
+    if (f.dnsManaged && f.dnsBlockGateway) {
+      return {
+        state: "stale_dns",
+        why: `the bridge DNS still sends intercepted names to ${f.dnsBlockGateway}, where ` +
+          "nothing answers: instances' calls fail; isx proxy start",
+      };
+    }
+    return { state: "not_running", why: "isx proxy start" };
+  }
+  const h = f.read.health;
+  const listening = h.listen?.tls?.replace(/:\d+$/, "");
+  const want = f.pinnedGateway ?? f.bridgeGateway;
+  if (listening && want && listening !== want) {
+    return {
+      state: "stale_gateway",
+      why: `it listens on ${listening}, but the gateway is now ${want}: isx proxy restart`,
+    };
+  }
+  if (f.dnsManaged && h.dnsConfigured === false) {
+    return {
+      state: "waiting_for_dns",
+      why: "the bridge DNS does not point at it yet (see isx proxy logs; isx proxy restart)",
+    };
+  }
+  return { state: "running", why: "" };
+}

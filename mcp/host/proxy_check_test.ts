@@ -1,0 +1,71 @@
+import { equal } from "node:assert/strict";
+import {
+  classifyProxy,
+  type HealthRead,
+  PROXY_STATE_EXIT,
+  PROXY_STATES,
+  type ProxyFacts,
+  type ProxyHealth,
+  versionDrift,
+} from "./proxy_check.ts";
+
+const OWN = { version: "0.1.0", gitSha: "a".repeat(40), programDir: "/opt/isx" };
+const H: ProxyHealth = {
+  version: "0.1.0",
+  gitSha: "a".repeat(40),
+  pid: 42,
+  caFingerprint: "AB:CD",
+  dnsConfigured: true,
+  programDir: "/opt/isx",
+  listen: { tls: "10.77.0.1:443" },
+};
+
+Deno.test("versionDrift tells same build, restart, futile and legacy apart", () => {
+  equal(versionDrift(H, OWN).kind, "none");
+  equal(versionDrift({ ...H, gitSha: null }, OWN).kind, "none", "an unknown commit is no drift");
+  equal(versionDrift({ ...H, gitSha: "b".repeat(40) }, OWN).kind, "restart");
+  equal(versionDrift({ ...H, version: "0.0.9" }, OWN).kind, "restart");
+  const futile = versionDrift({ ...H, version: "0.0.9", programDir: "/usr/lib/isx" }, OWN);
+  equal(futile.kind, "futile");
+  equal(JSON.stringify(futile).includes("/usr/lib/isx"), true);
+  const { version: _, ...legacy } = H;
+  equal(versionDrift(legacy, OWN).kind, "legacy");
+});
+
+const ok: HealthRead = { kind: "ok", health: H };
+const base: ProxyFacts = {
+  read: ok,
+  dnsManaged: true,
+  bridgeGateway: "10.77.0.1",
+  pinnedGateway: undefined,
+  dnsBlockGateway: "10.77.0.1",
+};
+
+Deno.test("classifyProxy gives each of the six states its case and exit code", () => {
+  const cases: [Partial<ProxyFacts>, string][] = [
+    [{}, "running"],
+    [{ read: { kind: "ok", health: { ...H, dnsConfigured: false } } }, "waiting_for_dns"],
+    [
+      { read: { kind: "ok", health: { ...H, dnsConfigured: false } }, dnsManaged: false },
+      "running",
+    ],
+    [{ read: { kind: "down" }, dnsBlockGateway: undefined }, "not_running"],
+    [{ read: { kind: "down" } }, "stale_dns"],
+    [{ read: { kind: "down" }, dnsManaged: false }, "not_running"],
+    [{ bridgeGateway: "10.99.0.1" }, "stale_gateway"],
+    [{ bridgeGateway: "10.99.0.1", pinnedGateway: "10.77.0.1" }, "running"],
+    [{ bridgeGateway: undefined }, "running"],
+    [{ read: { kind: "foreign", detail: "HTTP 500" } }, "unknown"],
+  ];
+  const seen = new Set<string>();
+  for (const [patch, want] of cases) {
+    const got = classifyProxy({ ...base, ...patch });
+    equal(got.state, want, JSON.stringify(patch));
+    seen.add(got.state);
+  }
+  equal(seen.size, PROXY_STATES.length);
+  equal(PROXY_STATE_EXIT.running, 0);
+  equal(PROXY_STATE_EXIT.not_running, 1);
+  equal(PROXY_STATE_EXIT.stale_dns, 2);
+  equal(PROXY_STATE_EXIT.unknown, 3);
+});

@@ -1,0 +1,240 @@
+/**
+ * A new user's first hour (issue 12), against a real incusd and real processes: `isx init
+ * --yes` then `isx proxy start` on the skeleton init wrote; `isx proxy status`; the
+ * preflight refusing a branch while the proxy is down, after a config edit and across a
+ * version change (`--no-preflight` for people who know); and a template built under
+ * another isx home (another CA; made by hand as isx build would leave it, without the apt
+ * step), whose instances' TLS calls fail until `isx start` or `isx branch` repairs their
+ * trust store, with `isx list` marking the template.
+ *
+ * The proxy listens on random ports with `dns: false`, so the bridge's DNS (and any other
+ * proxy on this host) is never touched.
+ */
+
+import assert from "node:assert/strict";
+import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { IsxHome } from "../templates_env.ts";
+import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import {
+  execRecorded,
+  GUEST_CA_PATH,
+  readStamps,
+  SLOW_DAEMON_MS,
+  STAMP,
+  stampConfig,
+  stopReliably,
+  waitForRun,
+} from "../../mcp/mod.ts";
+import { ensureCa } from "../../proxy/mod.ts";
+
+/** Runs openssl's TLS handshake from the guest to the proxy, verifying with its trust store. */
+async function tlsVerify(c: IncusClient, name: string, tls: string): Promise<string> {
+  const r = await execRecorded(c, name, [
+    "sh",
+    "-c",
+    'openssl s_client -connect "$1" -servername api.anthropic.com -verify_return_error ' +
+    "</dev/null 2>&1 | grep -E 'Verify return code|verify error' | head -1",
+    "sh",
+    tls,
+  ], { step: "tls check" });
+  return r.stdout.trim();
+}
+
+async function exists(c: IncusClient, name: string): Promise<boolean> {
+  try {
+    await c.getInstance(name);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
+}
+
+Deno.test({
+  name: "first hour: init, proxy start on the skeleton, preflight refusals and CA repair",
+  ignore: NO_INCUS,
+  async fn(t) {
+    const p = testName("fh");
+    const tpl = `${p}-tpl`;
+    const port = () => 20000 + Math.floor(Math.random() * 20000);
+    const ports = { tls: port(), forward: port(), health: port() };
+    await using home = new IsxHome();
+    await using other = new IsxHome();
+    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const made: string[] = [];
+    const isx = async (args: string[], code: number) => {
+      const r = await home.isx(args);
+      assert.equal(r.code, code, `isx ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      return r;
+    };
+    try {
+      let tls = "";
+      await t.step(
+        "isx init --yes, then isx proxy start runs and names what has no credential",
+        async () => {
+          await isx(["init", "--yes"], 0);
+          const cfg = `${home.configDir}/config.yaml`;
+          const text = Deno.readTextFileSync(cfg);
+          assert.ok(text.includes("\n  bridge: incusbr0\n"), text);
+          Deno.writeTextFileSync(
+            cfg,
+            text.replace(
+              "\n  bridge: incusbr0\n",
+              `\n  bridge: incusbr0\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+            ),
+          );
+          const creds = Deno.readTextFileSync(`${home.configDir}/credentials.yaml`);
+          assert.ok(creds.split("\n").every((l) => l === "" || l.startsWith("#")), creds);
+          const down = await isx(["proxy", "status"], 1);
+          assert.match(down.stdout, /^not_running: isx proxy start/);
+          const started = await isx(["proxy", "start"], 0);
+          assert.match(started.stdout, /no credential yet for: anthropic, openai, github/);
+          const st = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
+          assert.equal(st.status, "running");
+          assert.deepEqual(st.health.missingCredentials, ["anthropic", "openai", "github"]);
+          assert.equal(st.health.configDrifted, false);
+          assert.equal(st.health.authError, null);
+          assert.equal(st.drift.kind, "none");
+          tls = st.health.listen.tls;
+          const text2 = (await isx(["proxy", "status"], 0)).stdout;
+          assert.match(text2, /^running \(pid \d+/);
+          assert.match(text2, /no credential yet for: anthropic, openai, github/);
+          const dump = JSON.parse((await isx(["proxy", "dump"], 0)).stdout);
+          assert.equal(dump.config.ports.tls, ports.tls);
+          assert.deepEqual(dump.credentials.anthropic.accounts, {});
+        },
+      );
+
+      await t.step("a template built under another isx home (another CA)", async () => {
+        // what isx build leaves, made by hand to spare the apt step: agentuser, the other
+        // home's CA trusted, stopped and stamped as a template of that CA
+        const ca = await ensureCa(`${other.stateDir}/ca`);
+        made.push(tpl);
+        await c.createInstance({
+          name: tpl,
+          type: "container",
+          source: { type: "image", alias: LIVE_IMAGE },
+          start: true,
+        }, { step: `create ${tpl}` });
+        await waitForRun(c, tpl);
+        await c.pushFile(tpl, GUEST_CA_PATH, ca.certPem, {
+          step: "CA",
+          uid: 0,
+          gid: 0,
+          mode: 0o644,
+        });
+        const setup = await execRecorded(c, tpl, [
+          "sh",
+          "-c",
+          "useradd -m -u 1000 -U -s /bin/bash agentuser && update-ca-certificates >/dev/null",
+        ], { step: "set up the template", env: { TMPDIR: "/var/tmp" } });
+        assert.equal(setup.exitCode, 0, setup.stderr);
+        await stopReliably(c, tpl, { force: true });
+        await c.updateInstance(tpl, (i) => {
+          i.config = {
+            ...i.config,
+            ...stampConfig({
+              [STAMP.type]: "base",
+              [STAMP.profile]: tpl,
+              [STAMP.workdir]: "/home/agentuser",
+              [STAMP.trusted]: "true",
+              [STAMP.caFingerprint]: ca.fingerprint,
+            }),
+          };
+        }, { step: `stamp ${tpl}` });
+        const ours = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout).health
+          .caFingerprint;
+        assert.notEqual(ca.fingerprint, ours);
+        assert.equal(
+          readStamps((await c.getInstance(tpl)).value.config)[STAMP.caFingerprint],
+          ca.fingerprint,
+        );
+      });
+
+      const loose = `${p}-loose`;
+      await t.step(
+        "with the proxy stopped, a branch is refused with the fix; --no-preflight passes",
+        async () => {
+          await isx(["proxy", "stop"], 0);
+          const refused = await isx(["branch", loose, "--from", tpl], 7);
+          assert.match(
+            refused.stderr,
+            /the proxy does not answer .*: isx proxy start \(or --no-preflight\)/,
+          );
+          assert.equal(await exists(c, loose), false, "a refused branch makes nothing");
+          made.push(loose);
+          await isx(["branch", loose, "--from", tpl, "--no-preflight"], 0);
+          assert.equal(await exists(c, loose), true);
+        },
+      );
+
+      await t.step(
+        "an instance trusting another CA fails TLS until isx start repairs it",
+        async () => {
+          await isx(["proxy", "start"], 0);
+          assert.match(await tlsVerify(c, loose, tls), /verify error|Verify return code: 19/);
+          await isx(["stop", loose], 0);
+          const r = await isx(["start", loose], 0);
+          assert.match(r.stderr, /its trust store now holds the one the proxy serves/);
+          assert.equal(await tlsVerify(c, loose, tls), "Verify return code: 0 (ok)");
+          await isx(["stop", loose], 0);
+          const again = await isx(["start", loose], 0);
+          assert.doesNotMatch(again.stderr, /trust store/, "a repaired instance needs no repair");
+        },
+      );
+
+      await t.step(
+        "isx branch repairs a fresh copy; isx list marks the template out of date",
+        async () => {
+          const fresh = `${p}-fresh`;
+          made.push(fresh);
+          const r = await isx(["branch", fresh, "--from", tpl], 0);
+          assert.match(
+            r.stderr,
+            new RegExp(`${tpl} still trusts its build-time CA: isx build ${tpl}`),
+          );
+          assert.equal(await tlsVerify(c, fresh, tls), "Verify return code: 0 (ok)");
+          const rows = JSON.parse((await isx(["list", "--json"], 0)).stdout) as {
+            name: string;
+            ca_outdated: boolean | null;
+          }[];
+          const by = (n: string) => rows.find((x) => x.name === n)?.ca_outdated;
+          assert.equal(by(tpl), true);
+          assert.equal(by(fresh), false);
+          assert.equal(by(loose), false);
+          assert.match(
+            (await isx(["list"], 0)).stdout,
+            new RegExp(`out of date: isx build ${tpl}`),
+          );
+        },
+      );
+
+      await t.step(
+        "a config edit or another build of isx refuses until isx proxy restart",
+        async () => {
+          const creds = `${home.configDir}/credentials.yaml`;
+          Deno.writeTextFileSync(creds, Deno.readTextFileSync(creds) + "# edited\n");
+          const st = await isx(["proxy", "status"], 0);
+          assert.match(st.stdout, /changed since start: .*credentials\.yaml: isx proxy restart/);
+          const refused = await isx(["branch", `${p}-x`, "--from", tpl], 7);
+          assert.match(
+            refused.stderr,
+            /credentials\.yaml changed since the proxy started.*isx proxy restart/,
+          );
+          home.env.ISX_GIT_SHA = "a".repeat(40);
+          await isx(["proxy", "restart"], 0);
+          home.env.ISX_GIT_SHA = "b".repeat(40);
+          const drift = await isx(["branch", `${p}-x`, "--from", tpl], 7);
+          assert.match(drift.stderr, /aaaaaaaaaaaa.*bbbbbbbbbbbb.*isx proxy restart/);
+          const js = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
+          assert.equal(js.drift.kind, "restart");
+          assert.equal(await exists(c, `${p}-x`), false);
+        },
+      );
+    } finally {
+      await home.isx(["proxy", "stop"]).catch(() => {});
+      for (const n of made.reverse()) await removeInstance(c, n);
+      c.close();
+    }
+  },
+});
