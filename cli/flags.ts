@@ -8,7 +8,8 @@
  */
 
 import { splitGlobal } from "./args.ts";
-import { contextFrom, launchFlags, launchMode } from "./permissions.ts";
+import { launchFlags, launchMode } from "./launch.ts";
+import { contextFrom } from "./permissions.ts";
 
 if (import.meta.main) {
   const env = (k: string) => Deno.env.get(k);

@@ -11,13 +11,15 @@
  * the launchers resolve them for the calling user at each start, the compile task for the
  * build host. Revoking a scoped path in Deno also drops every grant that *covers* it, so a
  * path is revoked only when no grant the mode keeps covers it (then nothing is lost); paths a
- * mode must not read under a kept grant are `--deny-read` at launch ({@link launchFlags}).
+ * mode must not read under a kept grant are `--deny-read` at launch (`launch.ts`).
  *
  * @module
  */
 
 import type { PermContext } from "./perm_context.ts";
 export { contextFrom, defaultSocket, type PermContext } from "./perm_context.ts";
+import { NPM_PASS_ENV } from "./npm_env.ts";
+export { NPM_PASS_ENV };
 
 /** What one mode may do. Paths are absolute once resolved. */
 export interface Grants {
@@ -53,29 +55,6 @@ export type Mode = typeof MODES[number];
 
 /** The guest side's fixed paths: the runner's state lives here inside an instance. */
 export const GUEST_PATHS = { run: "/run/isx", tasks: "/var/lib/isx/tasks" } as const;
-
-/**
- * Host variables `isx build` passes to `npm` when set: how this host reaches the registry (a
- * TLS-intercepting egress's CA, a proxy, a mirror). Without the CA npm fails every fetch with
- * SELF_SIGNED_CERT_IN_CHAIN and retries for minutes.
- */
-export const NPM_PASS_ENV = [
-  "NODE_EXTRA_CA_CERTS",
-  "SSL_CERT_FILE",
-  "SSL_CERT_DIR",
-  "HTTPS_PROXY",
-  "HTTP_PROXY",
-  "NO_PROXY",
-  "https_proxy",
-  "http_proxy",
-  "no_proxy",
-  "npm_config_registry",
-  "NPM_CONFIG_REGISTRY",
-  "npm_config_cafile",
-  "NPM_CONFIG_CAFILE",
-  "npm_config_userconfig",
-  "NPM_CONFIG_USERCONFIG",
-] as const;
 
 /** The table: for each mode, its grants as a function of the context. */
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
@@ -209,10 +188,11 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
+      `${c.stateDir}/ca/ca.crt`,
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback
-    env: [],
+    env: ["ISX_GIT_SHA"],
     run: [],
     sys: ["uid"],
   }),
@@ -220,7 +200,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),
 };
 
-function uniq(xs: string[]): string[] {
+/** Sorted, without duplicates. */
+export function uniq(xs: string[]): string[] {
   return [...new Set(xs)].sort();
 }
 
@@ -258,22 +239,8 @@ export function unionFlags(c: PermContext): string[] {
   return grantFlags(unionGrants(c));
 }
 
-/** The mode with read denials an invocation enters: `rpc` for `isb` and `isx rpc`. */
-export function launchMode(prog: string, command: string | undefined): Mode | undefined {
-  return prog === "isb" || command === "rpc" ? "rpc" : undefined;
-}
-
-/**
- * The flags a launcher and the process tests start the program with: the union, plus the
- * read denials of the mode it will enter (see {@link launchMode}).
- */
-export function launchFlags(c: PermContext, mode?: Mode): string[] {
-  const deny = mode ? PERMISSIONS[mode](c).denyRead ?? [] : [];
-  const flags = unionFlags(c);
-  return deny.length ? [...flags, `--deny-read=${uniq(deny).join(",")}`] : flags;
-}
-
-function covers(parent: string, child: string): boolean {
+/** True when `parent` is `child` or a directory above it. */
+export function covers(parent: string, child: string): boolean {
   return child === parent || child.startsWith(parent.endsWith("/") ? parent : parent + "/");
 }
 
@@ -298,9 +265,10 @@ export function enterMode(mode: Mode, c: PermContext): void {
   }
   for (const name of ["read", "write"] as PathName[]) {
     for (const path of have[name]) {
+      // not granted (left out at launch): revoking would drop a grant covering it
+      if (p.querySync({ name, path }).state !== "granted") continue;
       // under a denial that had to be made by revoking (see above): revoke it too
-      const open = name === "read" && deny.some((d) => covers(d, path)) &&
-        p.querySync({ name, path }).state === "granted";
+      const open = name === "read" && deny.some((d) => covers(d, path));
       if (!open && want[name].some((k) => covers(k, path))) continue;
       p.revokeSync({ name, path });
     }

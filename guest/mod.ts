@@ -15,6 +15,7 @@ export {
   type AgentName,
   agentRunnerArgv,
   type AgentRunnerFile,
+  agentRunScript,
   type ResultEvent,
   type RunnerPlace,
 } from "./agents/mod.ts";
@@ -42,5 +43,5 @@ export function readGuestScript(name: typeof GUEST_SCRIPTS[number]): Promise<str
 
 /** Reads one agent runner file's source (to push into an instance, to the same name). */
 export function readAgentRunnerFile(name: AgentRunnerFile): Promise<string> {
-  return Deno.readTextFile(`${import.meta.dirname}/agents/${name}`);
+  return Deno.readTextFile(`${import.meta.dirname}/${name}`);
 }

@@ -90,7 +90,10 @@ facts() {
 }
 `;
 
-/** Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT` with the prompt on stdin. */
+/**
+ * Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT [NAME B64CONTENT]...` with the prompt on
+ * stdin; each NAME/B64CONTENT pair is an extra file of the task (the host checks the names).
+ */
 export const LAUNCH_SH: string = sh`set -euo pipefail
 ` + PRELUDE + sh`
 id=$1 n=$2 kind=$3 key=$4 b64=$5
@@ -99,6 +102,10 @@ d=$root/$id
 install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
 if [ "$n" = 1 ]; then
   mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
+  # a launch that fails before current is written leaves nothing behind
+  trap 'rc=$?; if [ $rc -ne 0 ] && [ ! -e "$d/current" ]; then
+    [ "$%{started:-}" = 1 ] && systemctl stop -- "isx-task-$id-$n" >/dev/null 2>&1
+    rm -rf -- "$d"; fi' EXIT
 else
   [ -d "$d" ] || { echo "isx: task $id has no directory" >&2; exit 4; }
 fi
@@ -108,12 +115,15 @@ t=$(mktemp "$d/.prompt.XXXXXX"); cat >"$t"; mv -fT "$t" "$d/prompt-$n.md"
 t=$(mktemp "$d/.run.XXXXXX"); printf '%s' "$b64" | base64 -d >"$t"; mv -fT "$t" "$d/run-$n.sh"
 wr "$d/kind" "$kind"
 if [ -n "$key" ]; then wr "$d/key" "$key"; fi
+shift 5
+while [ $# -ge 2 ]; do t=$(mktemp "$d/.file.XXXXXX"); printf '%s' "$2" | base64 -d >"$t"; mv -fT "$t" "$d/$1"; shift 2; done
 chown -R -- "$u:$g" "$d"
 chmod 644 -- "$d/prompt-$n.md" "$d/run-$n.sh" "$d/kind"
 q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
     -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+  started=1
 else
   setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
 fi
@@ -166,7 +176,8 @@ for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac;
 mapfile -t lines < <(facts "$%{ids[@]}")
 for l in "$%{lines[@]}"; do
   id=$%{l%% *}; d=$root/$id; out=""
-  for f in kind model max-turns key cwd; do v=; rdl v "$d/$f"; out="$out|$v"; done
+  for f in kind model max-turns key; do v=; rdl v "$d/$f"; case $v in *'|'*) v=;; esac; out="$out|$v"; done
+  v=; rdl v "$d/cwd"; out="$out|$v" # last: may hold |
   printf '%s %s\n' "$l" "$out"
 done
 `;

@@ -60,6 +60,8 @@ export interface InterceptDeps {
   handoff?: Pick<Handoff, "get">;
   /** The HTTP client for upstream requests (default: Deno's). */
   httpClient?: Deno.HttpClient;
+  /** The client for real upstreams on egress bridges: its connections are guarded tunnels. */
+  guardedClient?: Deno.HttpClient;
   /** Vertex access tokens (needed once an account of kind `vertex` exists). */
   vertexTokens?: VertexTokens;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */

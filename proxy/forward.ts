@@ -83,7 +83,10 @@ async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   while (off < data.length) off += await conn.write(data.subarray(off));
 }
 
-async function readHead(conn: Deno.Conn): Promise<{ head: string; rest: Uint8Array } | undefined> {
+/** Reads one request head (up to 64 KiB) and what came after it; undefined at the end. */
+export async function readHead(
+  conn: Deno.Conn,
+): Promise<{ head: string; rest: Uint8Array } | undefined> {
   const buf = new Uint8Array(HEAD_CAP);
   let n = 0;
   while (n < HEAD_CAP) {
@@ -150,7 +153,11 @@ export function unreachable(host: string, port: number): Uint8Array {
   return reply("502 Bad Gateway", `cannot connect to ${host}:${port}`);
 }
 
-function splitAuthority(authority: string, defaultPort: number): { host: string; port: number } {
+/** `host:port` (or `[v6]:port`) → host and port (`defaultPort` when none is given). */
+export function splitAuthority(
+  authority: string,
+  defaultPort: number,
+): { host: string; port: number } {
   const host = hostOnly(authority);
   const m = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""));
   return { host, port: m ? Number(m[1]) : defaultPort };

@@ -18,7 +18,8 @@ import { relayConnection, type RelayDeps } from "./relay.ts";
 import { interceptHandler } from "./server.ts";
 import type { Leaf, LeafCache } from "./leaf_cache.ts";
 import { listenTlsSni, resolverOf, sniSupported } from "./sni.ts";
-import type { Resolver } from "./egress_guard.ts";
+import { publicGuard, type Resolver } from "./egress_guard.ts";
+import { serveGuardedConnector } from "./egress_connect.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
 import { type Gate, serveConns, type Served } from "./accept.ts";
 
@@ -91,6 +92,14 @@ export async function serveIntercept(
   // Per-name leaves when the runtime's SNI hook works, else one leaf for all names.
   const certs = (await sniSupported(o.ca)) ? o.leaves : await o.leaves.all();
   const abort = new AbortController();
+  // Egress: the Deno.serve path's fetch and WebSocket connect only where the guard allows.
+  const connector = o.publicOnly
+    ? serveGuardedConnector(publicGuard(o.publicOnly), {
+      ...(o.deps.limits ? { limits: o.deps.limits } : {}),
+      ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
+    })
+    : undefined;
+  const handlerDeps = connector ? { ...o.deps, guardedClient: connector.client } : o.deps;
   const slow: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -100,7 +109,7 @@ export async function serveIntercept(
       log.warn("proxy: request failed", { error: String((e as Error)?.message ?? e) });
       return new Response("isx-proxy: internal error\n", { status: 500 });
     },
-  }, interceptHandler(o.deps, (): number => slow.addr.port));
+  }, interceptHandler(handlerDeps, (): number => slow.addr.port));
   const pool = new UpstreamPool({
     ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
     ...(o.publicOnly ? { publicOnly: o.publicOnly } : {}),
@@ -116,6 +125,7 @@ export async function serveIntercept(
     pool.close();
     abort.abort();
     await slow.finished;
+    await connector?.close();
   };
   try {
     for (const at of listen) {

@@ -33,11 +33,13 @@ import type {
   VertexConfig,
 } from "./credentials.ts";
 import { allSecrets } from "./credentials.ts";
-import { type HeaderOp, utf8Base64 } from "./rewrite.ts";
-import { Secret } from "./secret.ts";
+import type { HeaderOp } from "./rewrite.ts";
+import { basicHeaderSecrets, matchDomain, ruleOps } from "./rules.ts";
+import type { Secret } from "./secret.ts";
 import { isVertexModelPath, vertexHost } from "./vertex.ts";
 
 export type { Namespace } from "./accounts.ts";
+export { matchDomain } from "./rules.ts";
 
 /** A name a caller's grant can list: a namespace, or `custom` for the custom rules. */
 export type GrantName = Namespace | "custom";
@@ -99,14 +101,6 @@ export type Route =
   }
   | { kind: "fail"; status: 502; message: string };
 
-/** True when `host` matches `pattern`: exact, or `*.suffix` for strict subdomains. */
-export function matchDomain(pattern: string, host: string): boolean {
-  const p = pattern.toLowerCase();
-  const h = host.toLowerCase();
-  if (p.startsWith("*.")) return h.endsWith(p.slice(1)) && h.length > p.length - 1;
-  return p === h;
-}
-
 /** The base name DNS maps for a domain pattern (`*.x.com` → `x.com`). */
 export function baseDomain(pattern: string): string {
   return pattern.toLowerCase().replace(/^\*\./, "");
@@ -158,10 +152,7 @@ export class Policy {
     this.#secrets = [
       ...allSecrets(creds),
       ...(config.toolRules ?? []).map((r) => r.value),
-      // A fixed-user Basic header is a value of its own: a server echoing it back reveals it.
-      ...this.#rules.flatMap((r) =>
-        r.kind === "basic" ? [new Secret(utf8Base64(`${r.user}:${r.value.reveal()}`))] : []
-      ),
+      ...basicHeaderSecrets(this.#rules),
     ];
   }
 
@@ -236,7 +227,10 @@ export class Policy {
     }
     const ns = this.namespaceOf(host);
     if (!ns) {
-      return { kind: "forward", ops: granted(caller.grant, "custom") ? this.#custom(host) : [] };
+      return {
+        kind: "forward",
+        ops: granted(caller.grant, "custom") ? ruleOps(this.#rules, host) : [],
+      };
     }
     const model = MODEL_PATHS[ns]?.includes(path) ? ns as ModelProvider : undefined;
     const base = { kind: "forward" as const, namespace: ns, ...(model ? { model } : {}) };
@@ -307,20 +301,5 @@ export class Policy {
       ...model,
       vertex: { config: a.vertex, mode: "passthrough" },
     };
-  }
-
-  #custom(host: string): HeaderOp[] {
-    const rules = this.#rules.filter((r) => matchDomain(r.domain, host));
-    const exact = rules.find((r) => !r.domain.startsWith("*."));
-    const rule = exact ?? rules.sort((a, b) => b.domain.length - a.domain.length)[0];
-    if (!rule) return [];
-    switch (rule.kind) {
-      case "header":
-        return [{ op: "set", name: rule.header, value: rule.value }];
-      case "bearer":
-        return [{ op: "set", name: "authorization", value: rule.value, prefix: "Bearer " }];
-      case "basic":
-        return [{ op: "basic", value: rule.value, user: rule.user }];
-    }
   }
 }

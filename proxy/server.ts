@@ -101,13 +101,15 @@ export function interceptHandler(
       headBytes: headBytes(req.method, pathAndQuery, req.headers),
     });
     if (a.kind === "answer") return proxyText(a.status, a.message);
+    // On an egress bridge every real upstream is reached through the guarded connector.
+    const client = a.origin.overridden ? deps.httpClient : deps.guardedClient ?? deps.httpClient;
     if (a.websocket) {
       return relayWebSocket(req, {
         target: a.target,
         headers: a.headers,
         traffic: a.traffic,
         secrets: a.secrets,
-        ...(deps.httpClient ? { client: deps.httpClient } : {}),
+        ...(client ? { client } : {}),
       });
     }
     let target = a.target;
@@ -139,6 +141,7 @@ export function interceptHandler(
       traffic: a.traffic,
       model: a.model,
       secrets: a.secrets,
+      client,
       deps,
       provider: a.provider,
     });
@@ -179,6 +182,7 @@ async function relay(
     traffic: TrafficCall;
     model: ModelCall | undefined;
     secrets: Secret[];
+    client: Deno.HttpClient | undefined;
     deps: InterceptDeps;
     provider: "anthropic" | "openai" | undefined;
   },
@@ -198,7 +202,7 @@ async function relay(
       body,
       redirect: "manual",
       signal: gone.signal,
-      ...(o.deps.httpClient ? { client: o.deps.httpClient } : {}),
+      ...(o.client ? { client: o.client } : {}),
     });
   } catch (e) {
     model?.end({ responded: false });

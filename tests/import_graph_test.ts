@@ -147,6 +147,7 @@ const PURE = [
   "rpc/sandbox/compose/merge.ts",
   "proxy/policy.ts",
   "proxy/accounts.ts",
+  "proxy/rules.ts",
   "proxy/vertex.ts",
   "proxy/identity.ts",
   "proxy/handoff.ts",

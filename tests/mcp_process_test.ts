@@ -162,6 +162,44 @@ Deno.test("stateless requests: server/discover, resultType, unsupported versions
     // the cancelled call's answer never comes: the next line answers the ping
     const next = await p.readJson();
     assert.equal(next.id, 12);
+    // subscriptions/listen: a task filter is acknowledged as asked and stays open; no filter
+    // is acknowledged empty and answered at once; a cancelled listen is closed
+    const f = { "dev.incusspawn/taskChanged": { instances: ["a"], taskIds: ["t1-abcd"] } };
+    await p.send({
+      jsonrpc: "2.0",
+      id: "L1",
+      method: "subscriptions/listen",
+      params: { notifications: f, _meta: meta },
+    });
+    assert.deepEqual(await p.readJson(), {
+      jsonrpc: "2.0",
+      method: "notifications/subscriptions/acknowledged",
+      params: { notifications: f, _meta: { "io.modelcontextprotocol/subscriptionId": "L1" } },
+    });
+    await p.send({
+      jsonrpc: "2.0",
+      id: "L2",
+      method: "subscriptions/listen",
+      params: { notifications: { toolsListChanged: true }, _meta: meta },
+    });
+    assert.deepEqual((await p.readJson()).params, {
+      notifications: {},
+      _meta: { "io.modelcontextprotocol/subscriptionId": "L2" },
+    });
+    assert.equal((await p.readJson()).id, "L2");
+    await p.send({ jsonrpc: "2.0", id: "L1", method: "ping", params: { _meta: meta } });
+    assert.equal(((await p.readJson()).error as { code: number }).code, -32600, "L1 is still open");
+    await p.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "L1" },
+    });
+    await p.send({ jsonrpc: "2.0", id: "L1", method: "ping", params: { _meta: meta } });
+    assert.deepEqual(await p.readJson(), {
+      jsonrpc: "2.0",
+      id: "L1",
+      result: { resultType: "complete" },
+    });
     await p.closeStdin();
     assert.equal(await p.readLine(), undefined);
     assert.equal((await p.wait()).code, 0);

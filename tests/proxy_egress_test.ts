@@ -10,11 +10,30 @@ import { ActivityCounter } from "../proxy/counter.ts";
 import { EgressSecrets } from "../proxy/egress.ts";
 import { EgressListeners } from "../proxy/egress_serve.ts";
 import { Secret } from "../proxy/secret.ts";
-import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
+import { guestConnect, guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
 
 const PLACEHOLDER = "isb_placeholder_0123456789abcdef0123456789abcdef";
 const VALUE = "REAL-egress-secret-value-42";
 const BRIDGE = "isbbrx0badf00d";
+
+/** One answer's head and `content-length` body (the connection may stay open after it). */
+async function readAnswer(conn: Deno.Conn): Promise<string> {
+  const buf = new Uint8Array(65536);
+  let text = "";
+  const timer = setTimeout(() => conn.close(), 10_000);
+  try {
+    for (;;) {
+      const end = text.indexOf("\r\n\r\n");
+      const len = Number(/content-length: *(\d+)/i.exec(text)?.[1] ?? 0);
+      if (end >= 0 && text.length >= end + 4 + len) return text;
+      const n = await conn.read(buf);
+      if (n === null) return text;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", async () => {
   const dir = await Deno.makeTempDir();
@@ -163,6 +182,83 @@ Deno.test("proxy refuses an egress host name that resolves to no public address"
     equal(asked[0], "rebind.test");
   } finally {
     await listeners.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("proxy sends egress WebSocket upgrades and HTTP/1.0 through the same guard", async () => {
+  const dir = await Deno.makeTempDir();
+  const callers = new PortCallers();
+  const sandbox = {
+    name: "sb1",
+    incarnation: "t",
+    view: 1,
+    address: "x",
+    pins: {},
+    grant: [] as const,
+  };
+  const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
+  const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
+  await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
+  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  // "localhost" is allowed and the system resolves it to the host itself: what `fetch` and
+  // `WebSocket` would connect to if they resolved the name on their own.
+  const host = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const hostPort = (host.addr as Deno.NetAddr).port;
+  const accepted: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const c of host) accepted.push(c);
+  })();
+  const asked: string[] = [];
+  const listeners = new EgressListeners({
+    clients: callers,
+    counter,
+    dir,
+    bridgeInfo: () =>
+      Promise.resolve({ address: "10.99.0.1", allowed: [{ host: "localhost", port: 443 }] }),
+    bindHost: "127.0.0.1",
+    bindPort: () => 0,
+    resolve: (h) => (asked.push(h), Promise.resolve(["127.0.0.1"])),
+  });
+  try {
+    await listeners.sync([{
+      bridge: BRIDGE,
+      instance: "sb1",
+      secrets: [{
+        env: "TOKEN",
+        placeholder: PLACEHOLDER,
+        hosts: ["localhost"],
+        value: new Secret(VALUE),
+      }],
+    }]);
+    const port = listeners.addrs(BRIDGE)[0]!.port;
+    const heads = [
+      `GET /echo HTTP/1.0\r\nhost: localhost:${hostPort}\r\nauthorization: Bearer ${PLACEHOLDER}\r\n\r\n`,
+      `GET /ws HTTP/1.1\r\nhost: localhost:${hostPort}\r\nconnection: Upgrade\r\nupgrade: websocket\r\n` +
+      `sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
+      `authorization: Bearer ${PLACEHOLDER}\r\n\r\n`,
+    ];
+    for (const head of heads) {
+      const { conn, localPort } = await guestConnect({
+        port,
+        serverName: "localhost",
+        caCert: ca.certPem,
+      });
+      callers.byPort.set(localPort, sandbox);
+      await conn.write(new TextEncoder().encode(head));
+      const res = await readAnswer(conn);
+      conn.close();
+      ok(/^HTTP\/1\.[01] 502 /.test(res), `${head.split("\r\n")[0]}: ${res}`);
+      ok(!res.includes(VALUE));
+    }
+    equal(accepted.length, 0, "nothing connected to the host's listener");
+    ok(asked.filter((h) => h === "localhost").length >= 2, `each went through the guard: ${asked}`);
+  } finally {
+    await listeners.close();
+    host.close();
+    await accepting.catch(() => {});
+    for (const c of accepted) c.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

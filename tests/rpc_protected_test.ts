@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { startFakeIncusd } from "./fakes/incusd.ts";
 import { programArgs, type ProgramHandle, spawnProgram } from "./helpers/spawn.ts";
 
 const KEYS = {
@@ -18,7 +19,10 @@ const SECRET = "SECRET-MATERIAL-7f3a";
 // The child's HOME is ours: keep Deno's module cache where the test's is.
 const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
 
-async function withRpcInHome(fn: (p: ProgramHandle, home: string) => Promise<void>) {
+async function withRpcInHome(
+  fn: (p: ProgramHandle, home: string) => Promise<void>,
+  socket?: string,
+) {
   const home = await Deno.makeTempDir({ prefix: "isb-home-" });
   for (const rel of Object.values(KEYS)) {
     await Deno.mkdir(`${home}/${rel.split("/").slice(0, -1).join("/")}`, { recursive: true });
@@ -32,7 +36,7 @@ async function withRpcInHome(fn: (p: ProgramHandle, home: string) => Promise<voi
     XDG_CONFIG_HOME: "",
     XDG_STATE_HOME: "",
     XDG_CACHE_HOME: "",
-    INCUS_SOCKET: `${home}/no-incus.socket`,
+    INCUS_SOCKET: socket ?? `${home}/no-incus.socket`,
     DENO_DIR,
   };
   const p = spawnProgram(["rpc"], { env, cwd: home });
@@ -151,4 +155,32 @@ Deno.test("isx commands other than rpc start without rpc's read denials", () => 
     }
     assert.ok(programArgs(["rpc"], opts).some((a) => a.startsWith("--deny-read=")));
   }
+});
+
+Deno.test("sandbox.resolve refuses bind sources in, linking to, or holding the user's keys", async () => {
+  // host facts come from a fake incusd: the refusal is isb's, before anything is created
+  await using fake = await startFakeIncusd([
+    { route: "GET /1.0/storage-pools", metadata: [{ name: "default", driver: "dir" }] },
+    {
+      route: "GET /1.0",
+      metadata: { api_extensions: [], environment: { driver: "lxc", server_version: "6.0.4" } },
+    },
+  ]);
+  await withRpcInHome(async (p, home) => {
+    await p.readJson();
+    await Deno.symlink(`${home}/.ssh`, `${home}/keys`);
+    await Deno.mkdir(`${home}/src`);
+    let id = 0;
+    for (const source of ["./.ssh", "./keys", "~", "~/.config", home]) {
+      const spec = { name: "t-hard-bind", image: "debian-base", volumes: [`${source}:/mnt/x`] };
+      await p.send({ id: ++id, method: "sandbox.resolve", params: { spec } });
+      const err = errorOf(await p.readJson());
+      assert.equal(err.code, "invalid", `${source}: ${err.message}`);
+      assert.match(err.message, /isb rpc never (reads|exposes)/, `${source}: ${err.message}`);
+    }
+    const spec = { name: "t-hard-bind", image: "debian-base", volumes: ["./src:/mnt/src"] };
+    await p.send({ id: ++id, method: "sandbox.resolve", params: { spec } });
+    const ok = await p.readJson();
+    assert.ok(!ok.error, JSON.stringify(ok));
+  }, fake.socket);
 });

@@ -10,17 +10,18 @@
 
 import type { AgentName } from "./events.ts";
 
-/** The runner's files, in this folder; `main.ts` is the entry. */
+/** The runner's files, relative to `guest/`; `agents/main.ts` is the entry. */
 export const AGENT_RUNNER_FILES = [
-  "events.ts",
-  "launch.ts",
-  "claude.ts",
-  "codex.ts",
-  "pi.ts",
-  "opencode.ts",
-  "table.ts",
-  "run.ts",
-  "main.ts",
+  "runner_io.ts",
+  "agents/events.ts",
+  "agents/launch.ts",
+  "agents/claude.ts",
+  "agents/codex.ts",
+  "agents/pi.ts",
+  "agents/opencode.ts",
+  "agents/table.ts",
+  "agents/run.ts",
+  "agents/main.ts",
 ] as const;
 
 /** One of the runner's files. */
@@ -30,7 +31,7 @@ export type AgentRunnerFile = typeof AGENT_RUNNER_FILES[number];
 export interface RunnerPlace {
   /** The guest's deno binary. */
   deno: string;
-  /** The guest directory holding AGENT_RUNNER_FILES. */
+  /** The guest directory holding AGENT_RUNNER_FILES (laid out as in `guest/`). */
   scripts: string;
   /** The task directory. */
   dir: string;
@@ -58,7 +59,7 @@ export function agentRunnerArgv(p: RunnerPlace): string[] {
     `--allow-write=${p.dir}`,
     `--allow-run=${p.agent}`,
     "--allow-env=HOME",
-    `${p.scripts}/main.ts`,
+    `${p.scripts}/agents/main.ts`,
     "--dir",
     p.dir,
     "--run",
@@ -66,4 +67,34 @@ export function agentRunnerArgv(p: RunnerPlace): string[] {
     "--agent",
     p.agent,
   ];
+}
+
+function shQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The run script of an agent run (`run-<n>.sh`, run by bash as the agent user): exports
+ * `ISX_MCP_TASK`, runs the runner with its output in `runner-<n>.log`, and records the
+ * runner's own exit code when the runner could not (a crash) and no cancel did either.
+ * Every value is single-quoted.
+ */
+export function agentRunScript(p: RunnerPlace & { task: string }): string {
+  if (!/^[a-z0-9-]{1,64}$/.test(p.task)) {
+    throw new TypeError(`invalid task id "${p.task}": use [a-z0-9-]`);
+  }
+  const argv = agentRunnerArgv(p).map(shQuote).join(" ");
+  const d = shQuote(p.dir);
+  const n = p.run;
+  return [
+    `export ISX_MCP_TASK=${p.task}`,
+    `exec </dev/null >>${d}/runner-${n}.log 2>&1`,
+    `${argv}`,
+    `rc=$?`,
+    // the first exit wins: a link never replaces one the runner or a cancel wrote
+    `printf '%s\\n' "$rc" >${d}/.exit-${n}.sh-tmp && ln ${d}/.exit-${n}.sh-tmp ${d}/exit-${n} 2>/dev/null`,
+    `rm -f ${d}/.exit-${n}.sh-tmp`,
+    `exit "$rc"`,
+    "",
+  ].join("\n");
 }

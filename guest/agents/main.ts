@@ -1,13 +1,15 @@
 /**
  * The agent runner's entry in the guest: `deno run <grants> main.ts --dir D --run N --agent A`.
  * Everything else comes from the task directory the host wrote (`cwd`, `model`, `brief.md`,
- * `prompt-<n>.md`), so nothing a client or agent sent travels on a command line. Grants the
+ * `prompt-<n>.md`, read FIFO-safe), so nothing a client or agent sent travels on a command
+ * line. Grants the
  * host gives it (runnerFlags): read/write of the task directory, read of the agent's config,
  * run of the one agent binary; no network, no environment reads beyond HOME.
  *
  * @module
  */
 
+import { readRegular } from "../runner_io.ts";
 import type { AgentName } from "./events.ts";
 import { runAgent, type RunAgentOptions } from "./run.ts";
 import { AGENT_NAMES } from "./table.ts";
@@ -34,27 +36,20 @@ export function parseRunnerArgs(args: string[]): { dir: string; run: number; age
   return { dir: v.dir, run, agent: v.agent as AgentName };
 }
 
-async function optional(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return undefined;
-    throw e;
-  }
-}
-
 /** Runs the task's run from its directory; resolves to the exit code. */
 export async function runnerMain(args: string[]): Promise<number> {
   const { dir, run, agent } = parseRunnerArgs(args);
+  const home = Deno.env.get("HOME") || "/";
   const opts: RunAgentOptions = {
     dir,
     run,
     agent,
-    cwd: (await optional(`${dir}/cwd`))?.trim() || (Deno.env.get("HOME") ?? "/"),
+    home,
+    cwd: (await readRegular(`${dir}/cwd`, 4096))?.trim() || home,
   };
-  const model = (await optional(`${dir}/model`))?.trim();
+  const model = (await readRegular(`${dir}/model`, 4096))?.trim();
   if (model) opts.model = model;
-  const brief = await optional(`${dir}/brief.md`);
+  const brief = await readRegular(`${dir}/brief.md`, 256 * 1024);
   if (brief?.trim()) opts.brief = brief;
   return (await runAgent(opts)).exitCode;
 }

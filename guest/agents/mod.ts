@@ -26,6 +26,7 @@ export {
   AGENT_RUNNER_FILES,
   agentRunnerArgv,
   type AgentRunnerFile,
+  agentRunScript,
   type RunnerPlace,
 } from "./argv.ts";
 export { opencodeModel } from "./opencode.ts";

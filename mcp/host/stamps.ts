@@ -49,6 +49,8 @@ export const STAMP = {
   templateAccount: "template-account.",
   /** The fixed IPv4 address of the instance's filtered NIC. */
   staticIp: "static-ip",
+  /** A build container's credential namespaces, as its trusted definition declares them. */
+  credentials: "credentials",
 } as const;
 
 /** The stamps of a template's `accounts:` (`template-account.<ns>`), prefix-less. */

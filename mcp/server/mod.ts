@@ -36,6 +36,7 @@ import {
   MODERN_VERSIONS,
   negotiate,
   progressToken,
+  requestCapabilities,
   requestVersion,
   RPC,
   SERVER_INFO,
@@ -43,6 +44,7 @@ import {
   TASK_FILTER_KEY,
   type TaskFilter,
   taskFilter,
+  TASKS_EXT,
   wantsTaskChanges,
 } from "./wire.ts";
 
@@ -127,12 +129,15 @@ export function serveMcp(o: ServeOptions): McpServer {
     const token = progressToken(params);
     let last = 0;
     let count = 0;
-    if (params.task !== undefined && typeof params.task === "object") {
-      if (supportsTasks(params.name)) {
-        const task = mcpTasks.start(params, modern);
-        reply(id, { task }, modern);
-        return;
-      }
+    // a task when asked (handshake: `task`), or offered (stateless: this request's own
+    // capabilities list the tasks extension); only tools with task support
+    const asked = modern
+      ? typeof requestCapabilities(params).extensions === "object" &&
+        TASKS_EXT in (requestCapabilities(params).extensions as object)
+      : typeof params.task === "object" && params.task !== null;
+    if (asked && supportsTasks(params.name)) {
+      reply(id, mcpTasks.start(params, modern), modern);
+      return;
     }
     track(id, async (signal) => {
       const ctx = {
@@ -257,7 +262,7 @@ export function serveMcp(o: ServeOptions): McpServer {
       case "tasks/cancel":
         track(id, async () => {
           try {
-            await reply(id, await mcpTasks.handle(method, params), modern);
+            await reply(id, await mcpTasks.handle(method, params, modern), modern);
           } catch (e) {
             if (e instanceof ProtocolFault) await fail(id, e.code, e.message);
             else await fail(id, RPC.internal, (e as Error).message);

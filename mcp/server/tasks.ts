@@ -1,9 +1,10 @@
 /**
- * MCP Tasks (the 2025-11-25 experimental tasks utility; the same methods as the
- * `io.modelcontextprotocol/tasks` extension's polling core): a task-augmented `tools/call`
- * of a tool with `execution.taskSupport` answers at once with a task handle, runs on, and
- * `tasks/get|result|list|cancel` follow it. The call itself is the ordinary tool call, so the
- * result a task delivers is exactly the result the plain call would have returned.
+ * MCP Tasks in both eras, over one store: the 2025-11-25 experimental tasks utility (a
+ * `tools/call` with `task` answers `{task}`; `tasks/get|result|list|cancel`) and the
+ * 2026-07-28 `io.modelcontextprotocol/tasks` extension (a request whose own `_meta`
+ * capabilities list the extension may be answered `resultType: "task"` with the task's
+ * fields; `tasks/get` carries the final `result` or `error`; `tasks/cancel`). The call itself
+ * is the ordinary tool call, so a task delivers exactly the result the plain call returns.
  *
  * @module
  */
@@ -22,6 +23,7 @@ interface Entry {
   ttl: number;
   ctrl: AbortController;
   result?: Record<string, unknown>;
+  error?: { code: number; message: string };
   done: Promise<void>;
   statusMessage?: string;
 }
@@ -38,22 +40,23 @@ export class McpTasks {
     this.#s = session;
   }
 
-  #wire(e: Entry): Record<string, unknown> {
+  #wire(e: Entry, modern: boolean): Record<string, unknown> {
     return {
       taskId: e.taskId,
       status: e.status,
       createdAt: e.createdAt,
       lastUpdatedAt: e.lastUpdatedAt,
-      ttl: e.ttl,
-      pollInterval: POLL_MS,
+      ...(modern
+        ? { ttlMs: e.ttl, pollIntervalMs: POLL_MS }
+        : { ttl: e.ttl, pollInterval: POLL_MS }),
       ...(e.statusMessage ? { statusMessage: e.statusMessage } : {}),
     };
   }
 
-  /** Starts a task-augmented tools/call; returns the task handle. */
-  start(params: Record<string, unknown>, _modern: boolean): Record<string, unknown> {
+  /** Starts a tools/call as a task; returns the result that announces it, in the era's shape. */
+  start(params: Record<string, unknown>, modern: boolean): Record<string, unknown> {
     const now = new Date(this.#s.deps.now()).toISOString();
-    const ttlAsked = (params.task as { ttl?: unknown }).ttl;
+    const ttlAsked = (params.task as { ttl?: unknown } | undefined)?.ttl;
     const e: Entry = {
       taskId: `mcp-${randomTag(10)}`,
       status: "working",
@@ -67,16 +70,20 @@ export class McpTasks {
     e.done = callTool(params.name, params.arguments, ctx).then((r) => {
       if (e.status === "cancelled") return;
       e.result = r;
-      e.status = r.isError ? "failed" : "completed";
+      e.status = "completed"; // a refusal is a completed call whose result says isError
     }, (err) => {
       if (e.status === "cancelled") return;
       e.status = "failed";
       e.statusMessage = err instanceof Error ? err.message : String(err);
+      e.error = {
+        code: err instanceof ProtocolFault ? err.code : -32603,
+        message: e.statusMessage,
+      };
     }).finally(() => {
       e.lastUpdatedAt = new Date(this.#s.deps.now()).toISOString();
     });
     this.#tasks.set(e.taskId, e);
-    return this.#wire(e);
+    return modern ? { resultType: "task", ...this.#wire(e, true) } : { task: this.#wire(e, false) };
   }
 
   #get(params: Record<string, unknown>): Entry {
@@ -87,12 +94,23 @@ export class McpTasks {
   }
 
   /** Answers tasks/get, tasks/result, tasks/list, tasks/cancel. */
-  async handle(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  async handle(
+    method: string,
+    params: Record<string, unknown>,
+    modern: boolean,
+  ): Promise<Record<string, unknown>> {
     switch (method) {
-      case "tasks/get":
-        return this.#wire(this.#get(params));
+      case "tasks/get": {
+        const e = this.#get(params);
+        if (!modern) return this.#wire(e, false);
+        return {
+          ...this.#wire(e, true),
+          ...(e.status === "completed" && e.result ? { result: e.result } : {}),
+          ...(e.status === "failed" && e.error ? { error: e.error } : {}),
+        };
+      }
       case "tasks/list":
-        return { tasks: [...this.#tasks.values()].map((e) => this.#wire(e)) };
+        return { tasks: [...this.#tasks.values()].map((e) => this.#wire(e, modern)) };
       case "tasks/cancel": {
         const e = this.#get(params);
         if (e.status !== "working") {
@@ -101,7 +119,7 @@ export class McpTasks {
         e.status = "cancelled";
         e.lastUpdatedAt = new Date(this.#s.deps.now()).toISOString();
         e.ctrl.abort(new Error("cancelled with tasks/cancel"));
-        return this.#wire(e);
+        return modern ? {} : this.#wire(e, false);
       }
       default: {
         const e = this.#get(params);

@@ -35,6 +35,9 @@ export const TASK_CHANGED = "notifications/isx/task_changed";
 /** The experimental capability a handshake client lists to get {@link TASK_CHANGED}. */
 export const TASK_CHANGED_CAP = "isx/task_changed";
 
+/** The 2026-07-28 tasks extension. */
+export const TASKS_EXT = "io.modelcontextprotocol/tasks";
+
 /** The subscription filter key a modern client sets to get {@link TASK_CHANGED}. */
 export const TASK_FILTER_KEY = "dev.incusspawn/taskChanged";
 
@@ -48,7 +51,7 @@ export function capabilities(): Record<string, unknown> {
     prompts: { listChanged: false },
     experimental: { [TASK_CHANGED_CAP]: {} },
     tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-    extensions: { "io.modelcontextprotocol/tasks": {} },
+    extensions: { [TASKS_EXT]: {} },
   };
 }
 

@@ -60,7 +60,14 @@ export interface LaunchOptions {
   prompt?: string;
   /** The idempotency key (run 1). */
   key?: string;
+  /** More files of the task, written before the run starts (e.g. `brief.md`, `model`). */
+  files?: Record<string, string>;
 }
+
+/** Names a launch may write besides its own files (never the engine's state files). */
+export const EXTRA_FILE_RE = /^[a-z][a-z0-9_.-]{0,31}$/;
+const RESERVED_RE =
+  /^(current|kind|key|stdout|stderr|(exit|cancelling|run|prompt|events|stderr)-.*)$/;
 
 /** A command task's output (spec §2.9, command kind). */
 export interface CommandResult {
@@ -147,11 +154,18 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
         `invalid idempotency key "${o.key}": use 1-64 of A-Za-z0-9._:-`,
       );
     }
+    const extra: string[] = [];
+    for (const [name, content] of Object.entries(o.files ?? {})) {
+      if (!EXTRA_FILE_RE.test(name) || RESERVED_RE.test(name)) {
+        throw new IsbError("invalid", `launch file "${name}": not a name a launch may write`);
+      }
+      extra.push(name, toBase64(content));
+    }
     const step = `launch task ${o.taskId}`;
     const r = await script(
       instance,
       LAUNCH_SH,
-      [o.taskId, String(o.run), o.kind, o.key ?? "", toBase64(o.script)],
+      [o.taskId, String(o.run), o.kind, o.key ?? "", toBase64(o.script), ...extra],
       { step, ...(o.prompt ? { stdin: o.prompt } : {}) },
     );
     if (r.code === 17) {

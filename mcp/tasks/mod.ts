@@ -11,6 +11,7 @@
 export {
   type CommandResult,
   createTaskEngine,
+  EXTRA_FILE_RE,
   type LaunchOptions,
   type StartCommandOptions,
   type TaskEngine,

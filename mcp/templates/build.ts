@@ -18,6 +18,7 @@ import {
   copyConfig,
   readStamps,
   STAMP,
+  STAMP_PREFIX,
   stampConfig,
   templateAccountStamps,
 } from "../host/stamps.ts";
@@ -29,6 +30,7 @@ import { type Chain, resolveChain } from "./resolve.ts";
 import { runStep, STAGING, type StepContext } from "./run_steps.ts";
 import { accountsOf, AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
 import { incusSwapOps, swapTemplate } from "./swap.ts";
+import { type PinPlan, planPin, startPinned } from "../instances/static_ip.ts";
 
 /** A progress event of a build. */
 export type BuildEvent =
@@ -92,6 +94,25 @@ function chainTrusted(chain: Chain): boolean {
   return chain.every((l) => l.template.trusted && l.tools.every((u) => u.tool.trusted));
 }
 
+/**
+ * The credential namespaces a build may get (the proxy reads the stamp): `github` when a
+ * trusted chain clones repositories, nothing for an untrusted one, whose scripts run as root.
+ */
+export function buildCredentials(chain: Chain): string {
+  const repos = chain.some((l) => (l.template.def.repos?.length ?? 0) > 0);
+  return chainTrusted(chain) && repos ? "github" : "";
+}
+
+/** A pinned eth0 for the build (static_ip.ts), or none when eth0 is not on a managed bridge. */
+async function buildPin(
+  client: IncusClient,
+  base: Record<string, string> | undefined,
+  what: string,
+): Promise<PinPlan | undefined> {
+  if (!base?.network) return undefined; // no credentials for it then: the proxy needs the pin
+  return await planPin(client, base, what);
+}
+
 /** Builds the last template of `chain` (its parent must be built). */
 export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildResult> {
   const started = Date.now();
@@ -117,28 +138,54 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     if (await removeInstance(ctx.client, tmp)) {
       note(`removed the leftover ${tmp} of an earlier build`);
     }
-    const stamps = { [STAMP.type]: "build", [STAMP.profile]: name };
+    const stamps: Record<string, string> = {
+      [STAMP.type]: "build",
+      [STAMP.profile]: name,
+      [STAMP.trusted]: String(chainTrusted(chain)),
+      [STAMP.credentials]: buildCredentials(chain),
+    };
     let parentBuild = "";
+    let pin: PinPlan | undefined;
+    const what = `build ${name}`;
     if (parent === undefined) {
+      const profile = await ctx.client.call("GET", "/1.0/profiles/default", {});
+      const devices = (profile.metadata as { devices?: Record<string, Record<string, string>> })
+        ?.devices;
+      pin = await buildPin(ctx.client, devices?.eth0, what);
+      if (pin) stamps[STAMP.staticIp] = pin.address;
       await ctx.client.createInstance({
         name: tmp,
         type: def.type === "vm" ? "virtual-machine" : "container",
         source: { type: "image", alias: def.image! },
         config: stampConfig(stamps),
+        ...(pin ? { devices: { eth0: pin.nic } } : {}),
         description: `isx build of ${name}`,
       }, { step: `create ${tmp} from image ${def.image}` });
     } else {
       const p = (await ctx.client.getInstance(parent)).value;
       parentBuild = readStamps(p.config)[STAMP.buildId] ?? "";
+      pin = await buildPin(ctx.client, p.expanded_devices?.eth0 ?? p.devices.eth0, what);
+      if (pin) stamps[STAMP.staticIp] = pin.address;
       await ctx.client.createInstance({
         name: tmp,
         source: { type: "copy", source: parent, instance_only: true },
         config: copyConfig(p.config, stamps),
+        ...(pin ? { devices: { eth0: pin.nic } } : {}),
         description: `isx build of ${name}`,
       }, { step: `copy ${parent} to ${tmp}` });
     }
     at = "start the build instance";
-    await startLong(ctx.client, tmp, `start ${tmp}`);
+    const start = () => startLong(ctx.client, tmp, `start ${tmp}`);
+    if (pin) {
+      await startPinned(ctx.client, {
+        name: tmp,
+        device: "eth0",
+        network: pin.network,
+        address: pin.address,
+        stampKey: `${STAMP_PREFIX}${STAMP.staticIp}`,
+        start,
+      });
+    } else await start();
     await waitForRun(ctx.client, tmp);
     const ip = await waitForIpv4(ctx.client, tmp);
     note(`${tmp} is running at ${ip}`);
@@ -195,6 +242,9 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     };
     await ctx.client.updateInstance(tmp, (inst) => {
       inst.config = { ...inst.config, ...stampConfig(final) };
+      // a template holds no address and grants nothing: its branches get their own pins
+      for (const k of [STAMP.staticIp, STAMP.credentials]) delete inst.config[STAMP_PREFIX + k];
+      if (pin) delete inst.devices.eth0;
       inst.description = def.description ?? `isx template ${name}`;
     }, { step: `stamp ${tmp}` });
     // the old template stays usable until the new one holds its name (swap.ts)

@@ -24,7 +24,7 @@ Deno.test("protectedRoot matches a root and what lies under it, at path boundari
   for (const [path, want] of cases) assert.equal(protectedRoot(path, ROOTS), want, path);
 });
 
-Deno.test("canonicalBindSource refuses a protected source, directly, by ~ and through a symlink", () => {
+Deno.test("canonicalBindSource refuses a source in, through a link to, or holding a protected path", () => {
   const links: Record<string, string> = {
     "/home/dev/proj/keys": "/home/dev/.ssh",
     "/home/dev/proj/src": "/home/dev/proj/src",
@@ -35,6 +35,11 @@ Deno.test("canonicalBindSource refuses a protected source, directly, by ~ and th
     invalidWith(() => canonicalBindSource(src, opts), "which isb rpc never reads");
   }
   assert.equal(canonicalBindSource("./src", opts), "/home/dev/proj/src");
+  for (const src of ["~", "/", "/home", "~/.config", "~/.local/state", "..", "~/"]) {
+    invalidWith(() => canonicalBindSource(src, opts), "which isb rpc never exposes");
+  }
+  assert.equal(canonicalBindSource("~/.cache", opts), "/home/dev/.cache");
+  assert.equal(canonicalBindSource("~/.local/state/isb", opts), "/home/dev/.local/state/isb");
 });
 
 Deno.test("gatherSecretValues refuses a secret file under a protected path, even through a symlink", async () => {

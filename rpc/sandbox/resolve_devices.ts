@@ -14,7 +14,7 @@ import type { NamedVolumeSpec } from "./spec.ts";
 import { type MountSpec, normalTarget } from "./spec_mounts.ts";
 import { normalizeAddr, type PortSpec, splitAddr } from "./spec_ports.ts";
 import type { HostFacts } from "./resolve_host.ts";
-import { refuseProtected } from "./protected.ts";
+import { refuseExposing, refuseProtected } from "./protected.ts";
 import { pickPool } from "./resolve_host.ts";
 
 /** A desired device: props, and for a searched port how far it may move. */
@@ -87,6 +87,7 @@ export function canonicalBindSource(
   const canon = host.realPath(abs);
   if (canon === undefined) throw invalid(`bind source ${abs} does not exist`);
   refuseProtected("bind source", canon, roots); // a symlink into one
+  refuseExposing("bind source", canon, roots); // ~ or / would expose them to the sandbox
   return translateHostPath(canon, host);
 }
 

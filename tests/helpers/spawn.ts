@@ -11,7 +11,8 @@
  */
 
 import { splitGlobal } from "../../cli/args.ts";
-import { contextFrom, launchFlags, launchMode } from "../../cli/permissions.ts";
+import { launchFlags, launchMode } from "../../cli/launch.ts";
+import { contextFrom } from "../../cli/permissions.ts";
 import { lines } from "../../rpc/jsonl.ts";
 
 /** The repository root. */

@@ -23,7 +23,7 @@ import {
   AGENT_RUNNER_FILES,
   type AgentEvent,
   type AgentName,
-  agentRunnerArgv,
+  agentRunScript,
   readAgentRunnerFile,
 } from "../../guest/mod.ts";
 import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
@@ -163,6 +163,7 @@ export class AgentsLab implements AsyncDisposable {
       async () =>
         await this.incus.pushFile(this.name, CA_PATH, ca.certPem, { step: "push CA", mode: 0o644 }),
     );
+    await this.root(`mkdir -p ${SCRIPTS}/agents`);
     for (const f of AGENT_RUNNER_FILES) {
       await this.incus.pushFile(this.name, `${SCRIPTS}/${f}`, await readAgentRunnerFile(f), {
         step: `push ${f}`,
@@ -233,7 +234,7 @@ export class AgentsLab implements AsyncDisposable {
   }
 
   /** The environment a run gets: the template's placeholders, no forward proxy. */
-  runEnv(task: string): Record<string, string> {
+  runEnv(): Record<string, string> {
     return {
       HOME: AGENT.home,
       USER: AGENT.name,
@@ -244,7 +245,6 @@ export class AgentsLab implements AsyncDisposable {
       NODE_EXTRA_CA_CERTS: CA_PATH,
       ANTHROPIC_BASE_URL: `https://${this.domains.anthropic}:${this.tlsPort}`,
       NO_PROXY: `${this.domains.anthropic},${this.domains.openai},localhost,127.0.0.1`,
-      ISX_MCP_TASK: task,
     };
   }
 
@@ -262,38 +262,43 @@ export class AgentsLab implements AsyncDisposable {
     for (const [name, text] of Object.entries(files)) await this.#push(`${dir}/${name}`, text);
   }
 
-  /** Runs the runner to completion (or, with `killAfter`, TERMs it when that script succeeds). */
+  /** Runs the run as the host would: its `run-<n>.sh` (agentRunScript) by bash as agentuser. */
   async run(agent: AgentName, task: string, run: number): Promise<LabRun> {
     const dir = this.taskDir(task);
-    const argv = agentRunnerArgv({
+    const script = agentRunScript({
       deno: "/usr/local/bin/deno",
       scripts: SCRIPTS,
       dir,
       run,
       agent,
       home: AGENT.home,
+      task,
     });
-    const r = await execRecorded(this.incus, this.name, argv, {
+    await this.#push(`${dir}/run-${run}.sh`, script);
+    const r = await execRecorded(this.incus, this.name, ["bash", `${dir}/run-${run}.sh`], {
       step: `run ${agent}`,
       user: AGENT,
-      env: this.runEnv(task),
+      env: this.runEnv(),
       cwd: AGENT.home,
       deadlineMs: 300_000,
     });
-    return { code: r.exitCode, output: r.stdout + r.stderr, ...(await this.files(task, run)) };
+    const log = await this.#read(`${dir}/runner-${run}.log`);
+    return { code: r.exitCode, output: log ?? "", ...(await this.files(task, run)) };
+  }
+
+  async #read(p: string): Promise<string | undefined> {
+    try {
+      return new TextDecoder().decode((await this.incus.pullFile(this.name, p)).data);
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
   }
 
   /** Reads a run's files back. */
   async files(task: string, run: number): Promise<Omit<LabRun, "code" | "output">> {
     const dir = this.taskDir(task);
-    const read = async (p: string) => {
-      try {
-        return new TextDecoder().decode((await this.incus.pullFile(this.name, p)).data);
-      } catch (e) {
-        if (isNotFound(e)) return undefined;
-        throw e;
-      }
-    };
+    const read = (p: string) => this.#read(p);
     const events = ((await read(`${dir}/events-${run}.jsonl`)) ?? "").split("\n").filter((l) => l)
       .map((l) => JSON.parse(l) as AgentEvent);
     const exit = await read(`${dir}/exit-${run}`);

@@ -36,7 +36,12 @@ async function record(lab: AgentsLab, agent: AgentName): Promise<void> {
       {
         step: `record ${agent} ${run}`,
         user: AGENT,
-        env: { ...lab.runEnv(task), ...launch.env, PROMPT_FILE: `${dir}/prompt-${run}.md` },
+        env: {
+          ...lab.runEnv(),
+          ISX_MCP_TASK: task,
+          ...launch.env,
+          PROMPT_FILE: `${dir}/prompt-${run}.md`,
+        },
         cwd: AGENT.home,
       },
     );

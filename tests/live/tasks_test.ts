@@ -124,6 +124,83 @@ Deno.test({
         },
       );
 
+      await t.step("a launch that fails leaves no task directory behind", async () => {
+        const taken = await sh(
+          incus,
+          name,
+          `systemd-run --quiet --collect --unit=isx-task-${id(10)}-1 -- sleep 600`,
+        );
+        assert.equal(taken.code, 0, taken.err);
+        await assert.rejects(
+          engine.startCommand(name, { taskId: id(10), command: "true" }),
+          (e: Error) => /launch task .* exit 1/.test(e.message),
+        );
+        const left = await sh(incus, name, `ls -d /home/agentuser/.isx-mcp/tasks/${id(10)}`);
+        assert.notEqual(left.code, 0);
+        assert.deepEqual((await engine.probeStates(name, [id(10)])).get(id(10)), {
+          state: "lost",
+          run: 0,
+        });
+        await sh(incus, name, `systemctl stop isx-task-${id(10)}-1`);
+      });
+
+      await t.step(
+        "an agent-kind run gets its prompt on stdin and its files; run 2 follows",
+        async () => {
+          const script = (n: number) =>
+            `d=\${BASH_SOURCE[0]%/*}; export ISX_MCP_TASK=${id(11)}\n` +
+            `{ printf '{"run":${n},"prompt":"%s","brief":"%s"}\\n' "$(cat "$d/prompt-${n}.md")" ` +
+            `"$(cat "$d/brief.md")"; } >>"$d/events-${n}.jsonl"\n` +
+            `echo 0 >"$d/.x" && mv -fT "$d/.x" "$d/exit-${n}"\n`;
+          await engine.launch(name, {
+            taskId: id(11),
+            run: 1,
+            kind: "agent",
+            script: script(1),
+            prompt: "first $(touch /tmp/pwned)",
+            files: { "brief.md": "be brief", model: "opus[1m]" },
+          });
+          await untilDone(id(11));
+          const st = await engine.status(name, id(11));
+          assert.deepEqual([st.kind, st.model, st.state, st.exit_code], [
+            "agent",
+            "opus[1m]",
+            "finished",
+            0,
+          ]);
+          assert.deepEqual(JSON.parse(st.stdout_tail), {
+            run: 1,
+            prompt: "first $(touch /tmp/pwned)",
+            brief: "be brief",
+          });
+          await engine.launch(name, {
+            taskId: id(11),
+            run: 2,
+            kind: "agent",
+            script: script(2),
+            prompt: "second",
+          });
+          await untilDone(id(11));
+          const st2 = await engine.status(name, id(11));
+          assert.deepEqual([st2.run, st2.exit_code, JSON.parse(st2.stdout_tail).prompt], [
+            2,
+            0,
+            "second",
+          ]);
+          await assert.rejects(
+            engine.launch(name, {
+              taskId: id(11),
+              run: 3,
+              kind: "agent",
+              script: "",
+              files: { current: "9" },
+            }),
+            /not a name a launch may write/,
+          );
+          assert.equal((await sh(incus, name, "ls /tmp/pwned* 2>/dev/null")).out, "");
+        },
+      );
+
       await t.step("a probe of many tasks costs one exec", async () => {
         const before = execs();
         const m = await engine.probe(name, [id(1), "t98-none", "t97-none"]);
@@ -203,6 +280,37 @@ Deno.test({
         );
         await assert.rejects(engine.status(name, "../etc"), /invalid task id/);
       });
+
+      await t.step(
+        "guest root's FIFOs and hostile records neither hang nor pass through",
+        async () => {
+          const d = `/home/agentuser/.isx-mcp/tasks`;
+          const plant = await sh(
+            incus,
+            name,
+            `set -e; mkdir -p ${d}/t8-${tag} ${d}/t9-${tag}; cd ${d}/t8-${tag}; mkfifo current kind cwd key
+           cd ${d}/t9-${tag}; echo 1 > current; mkfifo exit-1 stdout; printf 'a|b\n' > model
+           printf '$(reboot)\n' > key; printf 'relative\n' > cwd; echo command > kind`,
+          );
+          assert.equal(plant.code, 0, plant.err);
+          const t0 = performance.now();
+          const m = await engine.probeStates(name, [id(8), id(9)]);
+          assert.deepEqual(m.get(id(8)), { state: "lost", run: 0 });
+          assert.deepEqual(m.get(id(9)), { state: "lost", run: 1 }); // a FIFO is no exit file
+          const st = await engine.status(name, id(9));
+          assert.deepEqual([st.state, st.stdout_tail, st.key, st.cwd, st.model], [
+            "lost",
+            "",
+            undefined,
+            undefined,
+            undefined,
+          ]);
+          const listed = (await engine.list(name)).filter((x) => x.task_id.endsWith(tag));
+          const hostile = listed.find((x) => x.task_id === id(9))!;
+          assert.deepEqual(Object.keys(hostile).sort(), ["kind", "run", "state", "task_id"]);
+          assert.ok(performance.now() - t0 < 20_000, "FIFO reads blocked");
+        },
+      );
 
       await t.step("a foreground command streams lines, caps tails and times out", async () => {
         const lines: string[] = [];
