@@ -14,6 +14,7 @@ import {
   Heartbeats,
   loadDefinitions,
   newSessionId,
+  type ProxyHealth,
   readHostConfig,
   readMcpConfig,
   serveMcp,
@@ -23,6 +24,7 @@ import {
 import { loadProxyConfig } from "../proxy/mod.ts";
 import { createIncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
+import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { Command } from "./command.ts";
 
 /** `isx mcp`. */
@@ -30,7 +32,7 @@ export const mcpCommand: Command = {
   name: "mcp",
   progs: ["isx"],
   summary: "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",
-  help: `Usage: isx mcp
+  help: `Usage: isx mcp [--no-preflight]
 
 Serves the Model Context Protocol on stdin/stdout (one JSON-RPC message per line), for an
 agent on this host or a program of your own. Both MCP eras are answered: clients that
@@ -49,10 +51,17 @@ of config.yaml), re-read on every call and never written by isx mcp:
 
 The process is the session: it holds what it creates. When input ends (or on SIGTERM)
 it releases its instances as orphans, which a later session can adopt. Every action is
-logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.`,
+logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
+
+Options:
+  --no-preflight   create and start instances even when the proxy cannot serve them (as
+                   isx branch --no-preflight; the CA repair still runs when it answers)`,
   mode: () => "mcp",
   async run(rest, ctx) {
-    const { positionals } = parseCommandArgs(rest, {});
+    const { values, positionals } = parseCommandArgs(rest, {
+      "no-preflight": { type: "boolean" },
+    });
+    const skip = values["no-preflight"] === true;
     if (positionals.length) throw new UsageError("isx mcp takes no arguments");
     const { configDir, stateDir, home, cwd } = ctx.perm;
     const client = createIncusClient({
@@ -68,6 +77,13 @@ logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
     const session = new Session({
       incus: client,
       tasks,
+      // exactly isx branch's checks: the preflight (proxy answers, this build, the template's
+      // credentials) and the CA repair after the copy
+      checks: {
+        preflight: (o) => checkProxy(ctx, { ...o, skip }),
+        repairCa: (name, health, trusted) =>
+          repairCa(ctx, client, name, health as ProxyHealth | undefined, trusted),
+      },
       readConfig: () => readMcpConfig(configDir),
       // never the project-local layer: isx mcp uses only what the user's own layers define
       definitions: () =>

@@ -188,10 +188,11 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
+      `${c.stateDir}/ca/ca.crt`,
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback
-    env: [],
+    env: ["ISX_GIT_SHA"],
     run: [],
     sys: ["uid"],
   }),

@@ -19,7 +19,9 @@ The first line written is the hello, {"isb":"<version>","protocol":1}; then ever
 request {"id", "method", "params"} gets zero or more events and exactly one reply
 with the same id. Requests run concurrently (exec.* in arrival order). When stdin
 ends, the server finishes the requests in flight and exits 0. Nothing but protocol
-lines is written to stdout; logs go to stderr (level from ISX_LOG).
+lines is written to stdout; logs go to stderr (level from ISX_LOG). Files are read
+only under the working directory (start it from the project's), and never from
+~/.ssh or the isx configuration and state, even through a symlink or a bind mount.
 
 Global options (before or after \`rpc\`):
   --socket PATH         Incus unix socket (env INCUS_SOCKET, $INCUS_DIR/unix.socket,

@@ -1,6 +1,8 @@
 /**
  * Host side of the guest runners: which runner scripts exist and where their task files
- * live inside an instance. The scripts themselves import nothing and run in the guest.
+ * live inside an instance. The scripts themselves import nothing and run in the guest. The
+ * task engine's bash scripts (task_shell.ts) are text the host sends with each exec;
+ * runner_io.ts is the task-directory I/O the agent runners share, pushed with them.
  *
  * @module
  */

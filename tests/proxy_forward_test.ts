@@ -24,12 +24,11 @@ const dec = new TextDecoder();
 function listener(hostname: string) {
   const l = Deno.listen({ hostname, port: 0 });
   const accepted: string[] = [];
-  const conns: Deno.Conn[] = [];
   const done = (async () => {
     for await (const c of l) {
       accepted.push((c.remoteAddr as Deno.NetAddr).hostname);
-      conns.push(c);
       await c.write(new TextEncoder().encode("hello\n")).catch(() => 0);
+      c.close(); // the tunnel ends
     }
   })();
   return {
@@ -37,7 +36,6 @@ function listener(hostname: string) {
     accepted,
     async close() {
       l.close();
-      for (const c of conns) c.close();
       await done.catch(() => {});
     },
   };
@@ -140,12 +138,13 @@ Deno.test("forward proxy refuses the host, private and rebound targets with the 
   }
 });
 
-Deno.test("forward proxy connects to the address it checked, not to the name again", async () => {
+Deno.test("forward proxy connects to the address it checked, and a failure answers as a refusal", async () => {
   const dir = await Deno.makeTempDir();
   const callers = new PortCallers();
   callers.instances = [A];
   const target = listener("127.0.0.1");
   let lookups = 0;
+  let flip: string[] = [];
   const proxy = await startProxy({
     listen: {
       tls: { hostname: "127.0.0.1", port: 0 },
@@ -159,7 +158,8 @@ Deno.test("forward proxy connects to the address it checked, not to the name aga
     // The first answer is private (skipped); the allowed one is connected to. The name
     // itself resolves nowhere on this host, so reaching the listener proves the address
     // checked was used.
-    resolve: () => {
+    resolve: (name) => {
+      if (name === "flip.test") return Promise.resolve(flip);
       lookups++;
       return Promise.resolve(["10.9.9.9", "127.0.0.1"]);
     },
@@ -171,6 +171,21 @@ Deno.test("forward proxy connects to the address it checked, not to the name aga
     ok(got.startsWith("HTTP/1.1 200 Connection Established\r\n\r\nhello\n"), got);
     equal(lookups, 1);
     deepStrictEqual(target.accepted, ["127.0.0.1"]);
+    // The same name and port: once a real failed connection (nothing listens at the
+    // allowed answer), once refused (a private answer): the same bytes.
+    const closedPort = (() => {
+      const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const p = (l.addr as Deno.NetAddr).port;
+      l.close();
+      return p;
+    })();
+    const u = `flip.test:${closedPort}`;
+    flip = ["127.0.0.1"];
+    const failed = await ask(proxy, callers, `CONNECT ${u} HTTP/1.1\r\nhost: ${u}\r\n\r\n`);
+    flip = ["10.1.2.3"];
+    const refused = await ask(proxy, callers, `CONNECT ${u} HTTP/1.1\r\nhost: ${u}\r\n\r\n`);
+    equal(failed, dec.decode(unreachable("flip.test", closedPort)));
+    equal(refused, failed);
   } finally {
     await proxy.close();
     await target.close();

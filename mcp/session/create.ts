@@ -22,6 +22,7 @@ import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
+import type { Definitions } from "../templates/load.ts";
 
 /** What create_instance was asked. */
 export interface CreateArgs {
@@ -131,6 +132,25 @@ async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Cre
   };
 }
 
+/** Runs `isx branch`'s preflight; its refusal (the user must act) is `refused`. */
+export async function preflight(
+  s: Session,
+  o: { action: string; template?: string; defs?: Definitions },
+): Promise<unknown> {
+  if (!s.deps.checks) return undefined;
+  try {
+    return await s.deps.checks.preflight(o);
+  } catch (e) {
+    if (hasCode(e, "not_ready")) {
+      throw new RefusalError(
+        "refused",
+        `${e.message.replace(/ \(or --no-preflight\)$/, "")}; ask the user to fix it`,
+      );
+    }
+    throw e;
+  }
+}
+
 /** The instance name for a template and hint (§2.2). */
 export function instanceName(template: string, hint?: string): string {
   const base = template.replace(/^tpl-/, "");
@@ -179,6 +199,9 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
       }); destroy one first`,
     );
   }
+  const action = `create an instance of "${args.template}"`;
+  const health = await preflight(s, { action, template: args.template, defs });
+  const trusted = readStamps(tpl.value.config)[STAMP.caFingerprint];
   const name = instanceName(args.template, args.name_hint);
   const held: Held = {
     name,
@@ -203,8 +226,10 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
         [MCP_STAMP.purpose]: args.purpose ?? "",
         [MCP_STAMP.key]: key ?? "",
         [MCP_STAMP.kept]: "",
+        ...(trusted ? { [STAMP.caFingerprint]: trusted } : {}),
       },
     });
+    await s.deps.checks?.repairCa(name, health, trusted);
     if (key) {
       // across sessions: the first instance made under the key answers; a later copy goes
       const under = (await userInstances(s)).filter((i) =>

@@ -60,8 +60,18 @@ export interface TaskService {
   watch(s: Session): () => void;
 }
 
+/** `isx branch`'s checks around a copy (cli/instance_checks.ts), so MCP instances start alike. */
+export interface BranchChecks {
+  /** The preflight: refuses (IsbError not_ready) when the proxy cannot serve the template. */
+  preflight(o: { action: string; template?: string; defs?: Definitions }): Promise<unknown>;
+  /** Repairs the guest's trust store when the proxy serves another CA than `trusted`. */
+  repairCa(name: string, health: unknown, trusted: string | undefined): Promise<boolean>;
+}
+
 /** What a session needs from the world. */
 export interface SessionDeps {
+  /** The branch preflight and CA repair (absent: none, as with --no-preflight). */
+  checks?: BranchChecks;
   /** The task machinery (absent: task tools refuse `unavailable`). */
   tasks?: TaskService;
   /** The Incus client. */

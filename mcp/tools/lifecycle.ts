@@ -12,7 +12,7 @@ import { isNotFound } from "../../rpc/mod.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
-import { takeOver } from "../session/create.ts";
+import { preflight, takeOver } from "../session/create.ts";
 import { MCP_STAMP } from "../session/holding.ts";
 import type { Session } from "../session/mod.ts";
 import { approvedTemplate } from "../session/templates.ts";
@@ -136,7 +136,13 @@ const start = tool({
         `instance "${args.instance}" is ${inst.status}; ask the user to look at it (isx shell ${args.instance})`,
       );
     }
+    const health = await preflight(s, { action: `start "${args.instance}"` });
     await startIsxInstance(s.incus, args.instance);
+    await s.deps.checks?.repairCa(
+      args.instance,
+      health,
+      readStamps(inst.config)[STAMP.caFingerprint],
+    );
     const t = await adoptTasks(s, args.instance);
     return {
       structured: {

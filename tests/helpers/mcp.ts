@@ -33,7 +33,10 @@ export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
   const stateDir = `${dir}/state/isx`;
   Deno.mkdirSync(configDir, { recursive: true });
   Deno.mkdirSync(stateDir, { recursive: true });
-  if (opts.init ?? true) Deno.writeTextFileSync(`${configDir}/config.yaml`, "proxy: {}\n");
+  // the proxy's ops port is one nothing answers on: preflight and activity see no proxy
+  if (opts.init ?? true) {
+    Deno.writeTextFileSync(`${configDir}/config.yaml`, "proxy:\n  ports: {health: 9}\n");
+  }
   if (opts.mcp !== undefined) Deno.writeTextFileSync(`${configDir}/mcp.yaml`, opts.mcp);
   return {
     dir,
@@ -63,7 +66,7 @@ export function mcpCommand(
   return { args: programArgs(["mcp", ...extra], { env, prog: "isx", cwd: home.dir }), env };
 }
 
-/** An SDK client connected to a fresh `isx mcp`. */
+/** An SDK client connected to a fresh `isx mcp` (live tests: `extra: ["--no-preflight"]`). */
 export async function connect(
   home: McpHome,
   mode: "legacy" | "modern",

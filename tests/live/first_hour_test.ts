@@ -26,6 +26,7 @@ import {
   waitForRun,
 } from "../../mcp/mod.ts";
 import { ensureCa } from "../../proxy/mod.ts";
+import { bootMethod } from "../../cli/proxy_install.ts";
 
 /** Runs openssl's TLS handshake from the guest to the proxy, verifying with its trust store. */
 async function tlsVerify(c: IncusClient, name: string, tls: string): Promise<string> {
@@ -235,6 +236,45 @@ Deno.test({
       await home.isx(["proxy", "stop"]).catch(() => {});
       for (const n of made.reverse()) await removeInstance(c, n);
       c.close();
+    }
+  },
+});
+
+const BOOT = await bootMethod();
+
+Deno.test({
+  name: "isx proxy install without systemd or cron writes a boot script that starts the proxy",
+  ignore: NO_INCUS || BOOT !== "none",
+  async fn() {
+    await using home = new IsxHome();
+    const port = () => 20000 + Math.floor(Math.random() * 20000);
+    const ports = { tls: port(), forward: port(), health: port() };
+    Deno.mkdirSync(home.configDir, { recursive: true });
+    Deno.writeTextFileSync(
+      `${home.configDir}/config.yaml`,
+      `proxy:\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+    );
+    const script = `${home.stateDir}/proxy/boot.sh`;
+    try {
+      const r = await home.isx(["proxy", "install"]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /neither systemd nor cron/);
+      assert.equal(Deno.statSync(script).mode! & 0o777, 0o700);
+      // what the host's boot would do: run the script, then the proxy answers
+      // with only what a boot has (no XDG variables): the script carries its directories
+      const boot = await new Deno.Command("sh", {
+        args: [script],
+        clearEnv: true,
+        env: { PATH: "/usr/bin:/bin", DENO_DIR: home.env.DENO_DIR! },
+      }).output();
+      assert.equal(boot.code, 0, new TextDecoder().decode(boot.stderr));
+      const st = JSON.parse((await home.isx(["proxy", "status", "--json"])).stdout);
+      assert.equal(st.status, "running");
+      const un = await home.isx(["proxy", "uninstall"]);
+      assert.match(un.stdout, /removed .*boot\.sh/);
+      assert.throws(() => Deno.statSync(script));
+    } finally {
+      await home.isx(["proxy", "stop"]);
     }
   },
 });

@@ -17,6 +17,8 @@ import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../he
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+/** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
+const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 
@@ -72,7 +74,7 @@ Deno.test({
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     let client: Client | undefined;
     try {
-      client = await connect(h, "modern");
+      client = await connect(h, "modern", { extra: NP });
       const c = client;
       const changes: Change[] = [];
       c.fallbackNotificationHandler = (n) => {
@@ -166,7 +168,7 @@ Deno.test({
     const incus = createIncusClient({ socket: LIVE_SOCKET });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     const { env } = mcpCommand(h);
-    const p = spawnProgram(["mcp"], { env, prog: "isx", cwd: h.dir });
+    const p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });
     let n = 0;
     const rpc = async (method: string, params: Record<string, unknown>) => {
       const id = ++n;

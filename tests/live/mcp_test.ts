@@ -19,6 +19,8 @@ import { call, connect, makeHome, mcpCommand, type McpHome, refusal } from "../h
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+/** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
+const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Change = { task_id: string; instance: string; run: number; state: string; exit_code?: number };
@@ -87,10 +89,23 @@ Deno.test({
         await b.closeStdin();
         assert.equal((await b.wait(600_000)).code, 0, `isx build ${TEMPLATE}: ${b.stderr()}`);
       }
-      const client = await connect(h, "legacy", { experimental: true });
+      const client = await connect(h, "legacy", { experimental: true, extra: NP });
       const changes = listen(client);
       try {
         let name = "";
+        await t.step(
+          "without --no-preflight, a create with no proxy answering is refused",
+          async () => {
+            const strict = await connect(h, "legacy");
+            try {
+              const r = await call(strict, "create_instance", { template: TEMPLATE });
+              assert.equal(refusal(r), "refused");
+              assert.match(text(r), /isx proxy start/);
+            } finally {
+              await strict.close();
+            }
+          },
+        );
         await t.step(
           "list_templates shows the approved, built template and the limits",
           async () => {
@@ -296,7 +311,7 @@ Deno.test({
     const incus = createIncusClient({ socket: LIVE_SOCKET });
     const h = home();
     try {
-      const a = await connect(h, "legacy", { experimental: true });
+      const a = await connect(h, "legacy", { experimental: true, extra: NP });
       const aChanges = listen(a);
       let name = "";
       let task = "";
@@ -308,7 +323,7 @@ Deno.test({
           sc(await call(a, "exec", { instance: name, command: "sleep 600", background: true }))
             .task_id,
         );
-        const b = await connect(h, "modern");
+        const b = await connect(h, "modern", { extra: NP });
         try {
           const held = sc(await call(b, "list_instances"));
           const entry = (held.instances as Record<string, unknown>[]).find((i) =>
@@ -363,7 +378,7 @@ Deno.test({
       );
     try {
       const { env } = mcpCommand(h);
-      const p = spawnProgram(["mcp"], { env, prog: "isx", cwd: h.dir });
+      const p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });
       try {
         await p.send({
           jsonrpc: "2.0",
@@ -393,7 +408,7 @@ Deno.test({
       } finally {
         await p[Symbol.asyncDispose]();
       }
-      const c = await connect(h, "modern");
+      const c = await connect(h, "modern", { extra: NP });
       try {
         // the killed server's heartbeat goes stale within seconds; until then it looks alive
         const r = sc(

@@ -17,6 +17,7 @@ import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import { startFakeUpstream, STREAM_USAGE } from "../fakes/upstream.ts";
 import { launchPinned, TRUSTED_STAMPS, until } from "./_pinned.ts";
+import { updateAccountPins } from "../../mcp/mod.ts";
 
 const REAL = "sk-ant-api03-LIVE-REAL-KEY-0123456789abcdef";
 const BRIDGE = "incusbr0";
@@ -171,6 +172,32 @@ Deno.test({
           equal(ea.output_tokens - before.instances[a]!.output_tokens, 25 * STREAM_USAGE.output);
           equal(eb.cache_read_input_tokens, 25 * STREAM_USAGE.cacheRead);
           equal(eb.cache_creation_input_tokens, 25 * STREAM_USAGE.cacheCreation);
+        },
+      );
+
+      await t.step(
+        "a pin set on a running instance to a missing account fails closed, the other is served",
+        async () => {
+          const call = (n: string) =>
+            sh(
+              incus,
+              n,
+              `curl -sS -o /dev/null -w '%{http_code}' -H 'x-api-key: sk-ant-placeholder' -d '{}' ${url}`,
+            );
+          await updateAccountPins(incus, a, { claude: "nobody" });
+          await until("the proxy to see A's pin", async () => {
+            const r = await call(a);
+            return r.out === "502" ? true : undefined;
+          });
+          const requests = up.requests.length;
+          equal((await call(a)).out, "502");
+          equal(up.requests.length, requests, "A's refused call reached no upstream");
+          equal((await call(b)).out, "200");
+          await updateAccountPins(incus, a, { claude: null });
+          await until("the proxy to see A's pin removed", async () => {
+            const r = await call(a);
+            return r.out === "200" ? true : undefined;
+          });
         },
       );
 
