@@ -51,7 +51,15 @@ Deno.test({
           const bad = await home.isx(["branch", inst, "--from", tpl, "--account", "aws=x"]);
           assert.equal(bad.code, 2, bad.stderr);
           assert.match(bad.stderr, /namespace must be one of/);
-          const r = await home.isx(["branch", inst, "--from", tpl, "--account", "github=me"]);
+          const r = await home.isx([
+            "branch",
+            inst,
+            "--from",
+            tpl,
+            "--account",
+            "github=me",
+            "--no-preflight",
+          ]);
           assert.equal(r.code, 0, r.stderr);
           const s = readStamps((await c.getInstance(inst)).value.config);
           assert.equal(s["template-account.claude"], "work");
