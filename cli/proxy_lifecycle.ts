@@ -58,7 +58,14 @@ function programArgs(ctx: CliContext): string[] {
 
 /** How install starts this proxy: the boot script's argv, the unit's, their environment. */
 export function launch(ctx: CliContext): Launch {
-  const env: Record<string, string> = { HOME: ctx.perm.home };
+  const up = (dir: string) => dir.replace(/\/[^/]+$/, "");
+  // the directories this install uses, whatever the boot environment sets
+  const env: Record<string, string> = {
+    HOME: ctx.perm.home,
+    XDG_CONFIG_HOME: up(ctx.perm.configDir),
+    XDG_STATE_HOME: up(ctx.perm.stateDir),
+    XDG_CACHE_HOME: up(ctx.perm.cacheDir),
+  };
   if (ctx.env.ISX_GIT_SHA) env.ISX_GIT_SHA = ctx.env.ISX_GIT_SHA;
   const base = [ctx.perm.execPath, ...programArgs(ctx)];
   return {

@@ -44,7 +44,7 @@ const V6_RE = /^[0-9a-f:]+$/;
  * swap is one transaction). Values that do not look like a port, MAC or address are left
  * out, so nothing from Incus reaches nft unchecked. Pure.
  */
-export function guardScript(entries: readonly GuardEntry[]): string {
+export function guardScript(entries: readonly GuardEntry[], table = GUARD_TABLE): string {
   const rules: string[] = [];
   for (const e of entries) {
     const mac = e.mac.toLowerCase();
@@ -60,9 +60,9 @@ export function guardScript(entries: readonly GuardEntry[]): string {
     }
   }
   return [
-    `table bridge ${GUARD_TABLE}`,
-    `delete table bridge ${GUARD_TABLE}`,
-    `table bridge ${GUARD_TABLE} {`,
+    `table bridge ${table}`,
+    `delete table bridge ${table}`,
+    `table bridge ${table} {`,
     `\tchain pre {`,
     `\t\ttype filter hook prerouting priority -300; policy accept;`,
     ...rules.map((r) => `\t\t${r}`),
@@ -73,8 +73,8 @@ export function guardScript(entries: readonly GuardEntry[]): string {
 }
 
 /** The script that removes the table (if present). */
-export function guardRemoveScript(): string {
-  return `table bridge ${GUARD_TABLE}\ndelete table bridge ${GUARD_TABLE}\n`;
+export function guardRemoveScript(table = GUARD_TABLE): string {
+  return `table bridge ${table}\ndelete table bridge ${table}\n`;
 }
 
 /** Runs one `nft -f -` script (throws with nft's message on failure). */
@@ -88,6 +88,8 @@ export function nftBinary(): NftRunner {
       stdin: "piped",
       stdout: "null",
       stderr: "piped",
+      // a stuck nft must not hold the registry's listing (and so every new caller) for long
+      signal: AbortSignal.timeout(10_000),
     }).spawn();
     const w = child.stdin.getWriter();
     await w.write(new TextEncoder().encode(script));
@@ -102,12 +104,15 @@ export function nftBinary(): NftRunner {
 /** Keeps the guard table equal to the latest listing. */
 export class BridgeGuard {
   readonly #run: NftRunner;
+  readonly #table: string;
   #applied: string | undefined;
   #failed = false;
 
-  /** Creates it; nothing is written until {@link BridgeGuard.sync}. */
-  constructor(run: NftRunner) {
+  /** Creates it (`table`: tests use their own); nothing is written until a sync. */
+  constructor(run: NftRunner, table: string = GUARD_TABLE) {
+    if (!/^[a-z][a-z0-9_]{0,30}$/.test(table)) throw new TypeError(`guard table "${table}"`);
     this.#run = run;
+    this.#table = table;
   }
 
   /** True once a table has been written and not removed since. */
@@ -117,7 +122,7 @@ export class BridgeGuard {
 
   /** Writes the table for `entries` if it differs from the last one written. */
   async sync(entries: readonly GuardEntry[]): Promise<void> {
-    const script = guardScript(entries);
+    const script = guardScript(entries, this.#table);
     if (script === this.#applied) return;
     try {
       await this.#run(script);
@@ -140,6 +145,6 @@ export class BridgeGuard {
   async close(): Promise<void> {
     if (this.#applied === undefined) return;
     this.#applied = undefined;
-    await this.#run(guardRemoveScript()).catch(() => {});
+    await this.#run(guardRemoveScript(this.#table)).catch(() => {});
   }
 }

@@ -100,7 +100,10 @@ export async function runForeground(
   const cap = Math.min(MAX_OUTPUT_BYTES, Math.max(MIN_OUTPUT_BYTES, Math.floor(o.outputBytes)));
   const body = toBase64(foregroundScript(o));
   const name = `exec-${Deno.pid}-${++counter}`;
-  const t = o.timeoutSeconds === undefined ? "" : String(o.timeoutSeconds);
+  // `timeout` takes a decimal number: milliseconds at most, never 0 or an exponent
+  const t = o.timeoutSeconds === undefined
+    ? ""
+    : String(Math.max(0.001, Math.round(o.timeoutSeconds * 1000) / 1000));
   const started = deps.clock.now();
   const out = new TailBuffer(cap);
   const err = new TailBuffer(cap);
@@ -148,7 +151,10 @@ export async function runForeground(
       const waited = deps.clock.now();
       while (!ended && deps.clock.now() - waited < 4000) await deps.clock.sleep(100);
     }
-    if (!ended) lose(); // isx lost track: the exit reads -1 (the command may still run)
+    if (!ended) {
+      lose(); // isx lost track: the exit reads -1 (the command may still run)
+      s.close(); // and the output streams end with the sockets
+    }
   };
   const onAbort = () => void kill();
   o.signal.addEventListener("abort", onAbort, { once: true });

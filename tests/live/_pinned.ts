@@ -39,12 +39,12 @@ export async function until<T>(
 }
 
 /** Waits for the guest's DHCP address on eth0. */
-export function addressOf(incus: IncusClient, name: string): Promise<string> {
+export function addressOf(incus: IncusClient, name: string, ms = 120_000): Promise<string> {
   return until(`an IPv4 address on ${name}`, async () => {
     const st = await incus.getInstanceState(name);
     return st.network?.eth0?.addresses.find((a) => a.family === "inet" && a.scope === "global")
       ?.address;
-  });
+  }, ms);
 }
 
 /**

@@ -63,9 +63,9 @@ Deno.test({
             inst,
             "--from",
             tpl,
-            "--no-preflight",
             "--account",
             "github=me",
+            "--no-preflight",
           ]);
           assert.equal(r.code, 0, r.stderr);
           const s = readStamps((await c.getInstance(inst)).value.config);

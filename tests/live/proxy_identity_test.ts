@@ -11,7 +11,7 @@ import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { loadCa } from "../../proxy/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
-import { BridgeGuard, GUARD_TABLE, nftBinary } from "../../proxy/guard.ts";
+import { BridgeGuard, nftBinary } from "../../proxy/guard.ts";
 import { parseCredentials } from "../../proxy/credentials.ts";
 import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
@@ -66,7 +66,9 @@ Deno.test({
     const dir = await Deno.makeTempDir();
     const up = startFakeUpstream();
     let registry: ClientRegistry | undefined;
-    const guard = new BridgeGuard(nftBinary());
+    // a table of its own, so a proxy running on the host keeps its guard meanwhile
+    const table = `isx_guard_t${crypto.randomUUID().slice(0, 8)}`;
+    const guard = new BridgeGuard(nftBinary(), table);
     let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
     let gateway = "";
     try {
@@ -127,11 +129,11 @@ Deno.test({
       ok(macB, "b has an Incus MAC");
       await registry.refresh();
       ok(guard.active, "the bridge guard is installed (the live tests run as root)");
-      const table = await new Deno.Command("nft", {
-        args: ["list", "table", "bridge", GUARD_TABLE],
+      const listed = await new Deno.Command("nft", {
+        args: ["list", "table", "bridge", table],
       })
         .output();
-      ok(new TextDecoder().decode(table.stdout).includes(`ip saddr ${ipB} drop`), "b is guarded");
+      ok(new TextDecoder().decode(listed.stdout).includes(`ip saddr ${ipB} drop`), "b is guarded");
 
       await t.step("setup: the proxy CA and the test name in every guest", async () => {
         await Promise.all([a, b, plain, sandbox].map(async (n) => {
