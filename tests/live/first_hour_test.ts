@@ -230,6 +230,12 @@ Deno.test({
           const js = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
           assert.equal(js.drift.kind, "restart");
           assert.equal(await exists(c, `${p}-x`), false);
+          const shell = await isx(["shell", loose], 7);
+          assert.match(shell.stderr, /open a shell in .*isx proxy restart \(or --no-preflight\)/);
+          // a credentials file made readable by others: the proxy says so, never the values
+          Deno.chmodSync(creds, 0o644);
+          const auth = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
+          assert.match(auth.health.authError, /mode 0644 is wider than 0600/);
         },
       );
     } finally {
