@@ -48,8 +48,9 @@ wr() { local t; t=$(mktemp "$1.XXXXXX") && printf '%s\n' "$2" >"$t" && mv -fT "$
 sd() { [ -d /run/systemd/system ]; }
 # markpids ID: processes whose environment carries ISX_MCP_TASK=ID
 markpids() { grep -l -a -z -x -F "ISX_MCP_TASK=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
-# facts ID...: one line per task: id run exit unit cancel_age exit_again
-facts() {
+# factsv ID...: FACTS=one line per task: id run exit unit cancel_age exit_again
+factsv() {
+  FACTS=
   local id d r x c units=() ids=() runs=() xs=() i ans=() asked=()
   for id in "$@"; do
     d=$root/$id; r=-; x=-
@@ -85,9 +86,10 @@ facts() {
       num c "$root/$id/cancelling-$r" && ca=$((EPOCHSECONDS - c))
       if [ -f "$root/$id/exit-$r" ]; then num xa "$root/$id/exit-$r" || xa='?'; fi
     fi
-    printf '%s %s %s %s %s %s\n' "$id" "$r" "$x" "$a" "$ca" "$xa"
+    FACTS+="$id $r $x $a $ca $xa"$'\n'
   done
 }
+facts() { factsv "$@"; printf '%s' "$FACTS"; }
 `;
 
 /**
@@ -143,24 +145,26 @@ facts "$@"
  */
 export const STATUS_SH: string = PRELUDE + sh`
 id=$1 tb=$2 eb=$3 d=$root/$1
-set -- $(facts "$id")
-echo "facts=$2 $3 $4 $5 $6"
-[ "$2" = missing ] && exit 0
+factsv "$id"; read -r _ r x a ca xa <<<"$FACTS"
+echo "facts=$r $x $a $ca $xa"
+[ "$r" = missing ] && exit 0
 kind=-; rdl kind "$d/kind"; case $kind in agent|command) ;; *) kind=-;; esac
 echo "kind=$kind"
-if [ "$kind" = agent ]; then o=$d/events-$2.jsonl e=$d/stderr-$2.log; else o=$d/stdout e=$d/stderr; fi
+if [ "$kind" = agent ]; then o=$d/events-$r.jsonl e=$d/stderr-$r.log; else o=$d/stdout e=$d/stderr; fi
 # one stat: mtime of current; size and mtime of each output file (0 0 when absent)
-m=$(stat -L -c '%n %s %Y' -- "$d/current" "$o" "$e" 2>/dev/null)
+m=$(stat -L -c '%s %Y %n' -- "$d/current" "$o" "$e" 2>/dev/null)
 cs=- os=0 om=- es=0 em=-
-while read -r f z t; do case $f in "$d/current") cs=$t;; "$o") os=$z om=$t;; "$e") es=$z em=$t;; esac; done <<<"$m"
+while read -r z t f; do case $f in "$d/current") cs=$t;; "$o") os=$z om=$t;; "$e") es=$z em=$t;; esac; done <<<"$m"
 echo "started=$cs"; echo "stdout_bytes=$os"; echo "stderr_bytes=$es"
 a=$om; if [ "$a" = - ] || { [ "$em" != - ] && [ "$em" -gt "$a" ]; }; then a=$em; fi
 echo "activity=$a"
 for f in cwd session_id model max-turns key; do v=; rdl v "$d/$f" && echo "$f=$v"; done
 echo ---
-{ [ -f "$o" ] && { [ -f /dev/fd/3 ] && tail -c "$tb" <&3; } 3<>"$o" 2>/dev/null; } | base64 -w0; echo
+# tailb FILE N: the last N bytes, base64 (opened read-write, regular files only)
+tailb() { if [ -f "$1" ] && exec 3<>"$1" && [ -f /dev/fd/3 ]; then tail -c "$2" <&3 | base64 -w0; fi; exec 3<&-; echo; } 2>/dev/null
+tailb "$o" "$tb"
 echo ---stderr
-{ [ -f "$e" ] && { [ -f /dev/fd/3 ] && tail -c "$eb" <&3; } 3<>"$e" 2>/dev/null; } | base64 -w0; echo
+tailb "$e" "$eb"
 exit 0
 `;
 
@@ -173,7 +177,7 @@ export const LIST_SH: string = PRELUDE + sh`
 ids=()
 for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] && ids+=("$n"); done
 [ $%{#ids[@]} -gt 0 ] || exit 0
-mapfile -t lines < <(facts "$%{ids[@]}")
+factsv "$%{ids[@]}"; mapfile -t lines <<<"$%{FACTS%$'\n'}"
 for l in "$%{lines[@]}"; do
   id=$%{l%% *}; d=$root/$id; out=""
   for f in kind model max-turns key; do v=; rdl v "$d/$f"; case $v in *'|'*) v=;; esac; out="$out|$v"; done

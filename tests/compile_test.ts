@@ -35,10 +35,12 @@ function flagsFromMetadata(perms: Record<string, unknown>, prompt: unknown): str
     const list = v as string[];
     out.push(list.length === 0 ? `--allow-${name}` : `--allow-${name}=${list.join(",")}`);
   }
+  const deny = perms.deny_read as string[] | null | undefined;
+  if (deny) out.push(`--deny-read=${deny.join(",")}`);
   return out;
 }
 
-Deno.test("deno task compile records exactly the permission table's union flags", async () => {
+Deno.test("deno task compile records the table's union for isx and rpc's flags for isb", async () => {
   const out = await Deno.makeTempDir({ prefix: "isx-compile-" });
   try {
     const res = await new Deno.Command(Deno.execPath(), {
@@ -54,7 +56,15 @@ Deno.test("deno task compile records exactly the permission table's union flags"
     const perms = meta.permissions as Record<string, unknown>;
     assert.deepEqual(flagsFromMetadata(perms, perms.prompt), compileFlags());
     assert.equal(perms.deny_read, null);
-    assert.equal(await Deno.readLink(`${out}/isb`), "isx");
+    // isb runs only rpc: its binary records rpc's denials of the user's keys
+    const isb = embeddedMetadata(await Deno.readFile(`${out}/isb`));
+    const isbPerms = isb.permissions as Record<string, unknown>;
+    assert.deepEqual(flagsFromMetadata(isbPerms, isbPerms.prompt), compileFlags(undefined, "isb"));
+    const home = Deno.env.get("HOME") ?? "/root";
+    assert.ok(
+      (isbPerms.deny_read as string[]).includes(`${home}/.ssh`),
+      String(isbPerms.deny_read),
+    );
     // The guest runners are embedded.
     assert.ok(new TextDecoder("latin1").decode(bin).includes("task_runner.ts"));
   } finally {

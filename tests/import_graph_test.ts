@@ -56,7 +56,7 @@ function allowed(from: string, to: string): boolean {
   }
   if (a === "tests" || a === "bench" || isTest(from)) return true;
   if (from === "main.ts") return b === "cli";
-  if (a === "scripts") return to === "cli/permissions.ts";
+  if (a === "scripts") return ["cli/permissions.ts", "cli/launch.ts"].includes(to); // compile flags
   if (a === "cli") {
     return ["rpc/mod.ts", "rpc/server/mod.ts", "mcp/mod.ts", "proxy/mod.ts", "guest/mod.ts"]
       .includes(to);

@@ -13,6 +13,8 @@ import { parseCredentials } from "../proxy/credentials.ts";
 import { parseActivity, Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import type { ProxyLimits } from "../proxy/limits.ts";
 import { guestConnect, guestRequest, PortCallers } from "./fakes/upstream.ts";
+import { startMockAnthropic } from "./fakes/mock_anthropic.ts";
+import { MOCK_USAGE } from "./fakes/mock_model.ts";
 
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
 const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {}, grant: "all" };
@@ -64,7 +66,10 @@ interface Env {
   close(): Promise<void>;
 }
 
-async function setup(limits: Partial<ProxyLimits>): Promise<Env & { up: { origin: string } }> {
+async function setup(
+  limits: Partial<ProxyLimits>,
+  origin?: string,
+): Promise<Env & { up: { origin: string } }> {
   const dir = await Deno.makeTempDir();
   const ca = await loadCa(`${dir}/ca`);
   const up = slowUpstream();
@@ -81,7 +86,7 @@ async function setup(limits: Partial<ProxyLimits>): Promise<Env & { up: { origin
     ),
     ca,
     clients: callers,
-    upstreamOverrides: { [HOST]: up.origin },
+    upstreamOverrides: { [HOST]: origin ?? up.origin },
     limits,
   });
   return {
@@ -240,5 +245,47 @@ Deno.test("proxy keeps a slow SSE stream that moves and gives up a stalled upstr
     equal(counts.a!.traffic_requests_in_flight, 0, "the stalled call ended");
   } finally {
     await env.close();
+  }
+});
+
+Deno.test("proxy measured against the mock Anthropic API: event gaps under the stream timeout pass, one over it cuts", async () => {
+  const mock = startMockAnthropic();
+  const env = await setup({ streamIdleMs: 600 }, mock.origin);
+  try {
+    const call = () =>
+      guestRequest(env.callers, {
+        port: env.proxy.addrs.tls.port,
+        serverName: HOST,
+        caCert: env.caCert,
+        caller: A,
+        method: "POST",
+        path: "/v1/messages",
+        headers: { "content-type": "application/json", "x-api-key": "sk-ant-placeholder" },
+        body: JSON.stringify({
+          model: "m",
+          stream: true,
+          max_tokens: 10,
+          messages: [{ role: "user", content: "hi" }],
+        }),
+      });
+    // Every event 250 ms after the one before: the call lasts well past the 600 ms timeout.
+    mock.queue({ delayMs: 250 });
+    const t0 = performance.now();
+    const ok1 = await call();
+    equal(ok1.status, 200);
+    ok(ok1.body.includes("event: message_stop"), ok1.body);
+    ok(performance.now() - t0 > 600, "the stream outlived the stream timeout");
+    let a = (await activity(env)).a!;
+    equal(a.output_tokens, MOCK_USAGE.output, "the whole call was counted");
+    // 1.5 s of silence before the first event: over the timeout, the call is given up.
+    mock.queue({ delayMs: 1500 });
+    const cut = await call();
+    ok(!cut.body.includes("message_stop"), cut.body);
+    a = (await activity(env)).a!;
+    equal(a.in_flight, 0, "the cut call ended");
+    equal(a.requests, 2);
+  } finally {
+    await env.close();
+    await mock.close();
   }
 });

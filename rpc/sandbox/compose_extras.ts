@@ -20,7 +20,7 @@ import type { ComposeFile, SandboxSpec } from "./spec.ts";
 import { secretFileMode } from "./spec_parts.ts";
 import { ensureGuestDir } from "./guest_dir.ts";
 import { refuseProtected } from "./protected.ts";
-import { checkUnitValues, secretPath } from "./unit_values.ts";
+import { checkUnitValues, secretPath, secretTargetProblem } from "./unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {
@@ -92,10 +92,16 @@ export async function pushSecretFiles(
 ): Promise<boolean> {
   const refs = spec.secrets ?? [];
   if (refs.length === 0) return false;
+  for (const [i, ref] of refs.entries()) { // all checked before anything is written
+    const bad = secretTargetProblem(ref.target ?? ref.source);
+    if (bad) {
+      const t = JSON.stringify(ref.target ?? ref.source);
+      throw new IsbError("invalid", `${name}: secrets[${i}].target ${t} ${bad}`);
+    }
+  }
   const owner = /^\d+(:\d+)?$/.test(spec.user ?? "") ? spec.user!.split(":") : ["0", "0"];
   await ensureGuestDir(incus, name, "/run/secrets");
   let changed = false;
-  checkUnitValues(name, spec);
   for (const ref of refs) {
     const path = secretPath(ref.target ?? ref.source);
     const mode = secretFileMode(ref);

@@ -14,7 +14,8 @@
  *   isbStateDir: ctx.perm.isbStateDir, // egress/<bridge>/{ca.key,ca.crt,secrets.json}
  *   createTimeoutMs,              // --create-timeout (default: the client's createMs, 10 min)
  *   term: ctx.env.TERM,           // for tty execs
- *   // optional: clock {now, sleep}, wallNow, lockWaitMs, fs (compose file access), inUse
+ *   // optional: clock {now, sleep}, wallNow, lockWaitMs, fs (compose file access), inUse,
+ *   // protectedPaths (never read nor mounted: protected.ts)
  * });
  * ```
  *

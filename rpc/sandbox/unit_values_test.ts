@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../errors.ts";
-import { unitText } from "./compose_extras.ts";
+import { pushSecretFiles, unitText } from "./compose_extras.ts";
+import type { IncusClient } from "../incus/mod.ts";
 import type { SandboxSpec } from "./spec.ts";
 import {
   checkUnitValues,
@@ -107,4 +108,24 @@ Deno.test("unitText escapes % in WorkingDirectory (a systemd specifier)", () => 
   } as SandboxSpec);
   assert.ok(text.includes("\nWorkingDirectory=/srv/100%%h\n"), text);
   assert.ok(text.includes("\nUser=1000\nGroup=1000\n"), text);
+});
+
+Deno.test("pushSecretFiles refuses a climbing target before it touches the instance", async () => {
+  const calls: string[] = [];
+  const incus = new Proxy({}, {
+    get: (_, k) => (...a: unknown[]) => {
+      calls.push(`${String(k)} ${JSON.stringify(a).slice(0, 80)}`);
+      return Promise.resolve({ kind: "sync", metadata: {} });
+    },
+  }) as IncusClient;
+  const spec = {
+    image: "x",
+    secrets: [{ source: "ok" }, { source: "k", target: "../../etc/cron.d/x" }],
+  } as SandboxSpec;
+  await assert.rejects(pushSecretFiles(incus, "web", spec, { ok: "1", k: "2" }), (e: unknown) => {
+    assert.ok(e instanceof IsbError && e.code === "invalid", String(e));
+    assert.equal(e.message, 'web: secrets[1].target "../../etc/cron.d/x" has a . or .. segment');
+    return true;
+  });
+  assert.deepEqual(calls, []);
 });
