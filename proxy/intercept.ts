@@ -37,7 +37,7 @@ function serveRelay(
   pool: UpstreamPool,
   gate: Gate | undefined,
 ): Served {
-  // A refused guest is closed as soon as Deno hands its connection over (handshake done).
+  // A refused guest is closed at once (Deno may already be doing its handshake).
   return serveConns(
     listener,
     (conn, stop) => relayConnection(conn, deps, pool, stop),
