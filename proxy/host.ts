@@ -109,6 +109,18 @@ export async function startHostProxy(
       try {
         await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway });
         dnsConfigured = true;
+        // a clean stop takes the block away, so a leftover block means a proxy that died
+        // (`isx proxy status`: stale_dns) rather than one that was stopped
+        cleanup.unshift(() =>
+          applyDns(incus, config.bridge, { names: [], gateway }).then(
+            () => {},
+            (e) =>
+              log.warn("proxy: could not remove the bridge DNS block", {
+                bridge: config.bridge,
+                error: (e as Error).message,
+              }),
+          )
+        );
       } catch (e) {
         log.warn("proxy: could not set the bridge DNS", {
           bridge: config.bridge,

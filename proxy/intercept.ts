@@ -38,9 +38,14 @@ function serveRelay(
   gate: Gate | undefined,
 ): Served {
   // A refused guest is closed as soon as Deno hands its connection over (handshake done).
-  return serveConns(listener, (conn) => relayConnection(conn, deps, pool), "TLS listener", {
-    gate,
-  });
+  return serveConns(
+    listener,
+    (conn, stop) => relayConnection(conn, deps, pool, stop),
+    "TLS listener",
+    {
+      gate,
+    },
+  );
 }
 
 function listenTls(

@@ -134,7 +134,7 @@ async function runOnce(opts: RunAgentOptions, f: RunFiles, log: EventLog) {
   const prompt = await readRegular(f.prompt);
   if (prompt === undefined) return await refuse(`no prompt-${run}.md in ${dir}`, 2);
   const recorded = run > 1 ? (await readRegular(f.session, 256))?.trim() : undefined;
-  if (agent === "pi" && run > 1 && (await piSavedSession(dir)) !== recorded) {
+  if (agent === "pi" && run > 1 && (!recorded || (await piSavedSession(dir)) !== recorded)) {
     // Pi would open a new session at a missing path: the run fails and opens none.
     return await refuse(`pi's session ${recorded || "(none)"} is not saved in ${dir}`, 2);
   }

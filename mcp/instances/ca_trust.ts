@@ -7,8 +7,8 @@
  * store and `NODE_EXTRA_CA_CERTS` look, refreshes the trust store, and restamps the
  * instance, so the next start sees nothing to do. The refresh is a file edit when it can be
  * (the old certificate's text replaced in `/etc/ssl/certs/ca-certificates.crt`; same subject,
- * so the hashed link still names `isx-proxy.pem`): about 50 ms through the files API, where
- * `update-ca-certificates` (the fallback) takes about 1.5 s. The template keeps its build-time CA
+ * so the hashed link still names `isx-proxy.pem`): 80 ms through the files API, where
+ * `update-ca-certificates` (the fallback) takes 0.8 to 1.5 s (bench/ca_repair_bench.ts). The template keeps its build-time CA
  * until rebuilt (`isx list` marks it); only instances are repaired.
  *
  * @module

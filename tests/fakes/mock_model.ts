@@ -50,6 +50,10 @@ export interface MockServer {
   modelCalls(): MockRequest[];
   /** Queues a reply for the next model call. */
   queue(reply: QueuedReply): void;
+  /** Drops the replies still queued. */
+  clearQueue(): void;
+  /** Takes the next queued reply (for a model call that does not come as a request). */
+  takeQueued(): QueuedReply | undefined;
   close(): Promise<void>;
 }
 
@@ -137,6 +141,8 @@ export function serveMock(
     modelCalls: () =>
       mock.requests.filter((r) => isModelCall(r.path.split("?")[0]!) && r.json?.generate !== false),
     queue: (r: QueuedReply) => queued.push(r),
+    clearQueue: () => queued.splice(0),
+    takeQueued: () => queued.shift(),
     close: async () => {
       await server.shutdown();
     },

@@ -174,9 +174,13 @@ function upgrade(req: Request, mock: MockServer): Response {
       via: "websocket",
     };
     mock.requests.push(r);
-    for (const e of responseEvents(body)) {
-      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(e));
-    }
+    const q = body.generate === false ? undefined : mock.takeQueued();
+    void (async () => {
+      for (const e of responseEvents(body)) {
+        if (q && "delayMs" in q) await new Promise((res) => setTimeout(res, q.delayMs));
+        if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(e));
+      }
+    })();
   };
   socket.onerror = () => {};
   return response;

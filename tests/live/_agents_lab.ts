@@ -142,7 +142,8 @@ export class AgentsLab implements AsyncDisposable {
     });
     this.tlsPort = this.#proxy.addrs.tls.port;
     await applyDns(this.incus, BRIDGE, {
-      names: policy.dnsNames(),
+      // only the two test names: never redirect a real host for the bridge's other guests
+      names: [this.domains.anthropic, this.domains.openai],
       gateway: this.#gateway,
       tag: `isx-runners-${this.id}`,
     });
@@ -284,6 +285,21 @@ export class AgentsLab implements AsyncDisposable {
     });
     const log = await this.#read(`${dir}/runner-${run}.log`);
     return { code: r.exitCode, output: log ?? "", ...(await this.files(task, run)) };
+  }
+
+  /** Sends `signal` to the runner of a task's run (as a cancel's TERM reaches it). */
+  async signal(task: string, run: number, signal = "TERM"): Promise<void> {
+    const dir = this.taskDir(task);
+    await this.root(`pkill -${signal} -f -- "agents/main.ts --dir ${dir} --run ${run} "`);
+  }
+
+  /** The pids of processes that carry `ISX_MCP_TASK=<task>` (what a cancel sweeps). */
+  async taskProcesses(task: string): Promise<string[]> {
+    const out = await this.root(
+      `for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' <"$e" 2>/dev/null | grep -qx "ISX_MCP_TASK=${task}" && ` +
+        `{ p=\${e#/proc/}; echo "\${p%/environ} $(tr '\\0' ' ' </proc/\${p%/environ}/cmdline)"; }; done; true`,
+    );
+    return out.split("\n").filter((l) => l.trim());
   }
 
   async #read(p: string): Promise<string | undefined> {

@@ -191,6 +191,47 @@ Deno.test({
       assert.ok(!ls.stdout.includes("pi-session.jsonl"), "no new session file was made");
     });
 
+    for (const agent of ONLY) {
+      await t.step(
+        `${agent}: a TERM mid-turn ends the run with 143 and leaves nothing running`,
+        async () => {
+          const mock = agent === "codex" ? lab.openai : lab.anthropic;
+          const task = `t4-${agent}`;
+          await lab.prepare(task, 1, "Take your time: MOCK_SLOW\n");
+          const before = mock.modelCalls().length;
+          for (let i = 0; i < 3; i++) mock.queue({ delayMs: 2000 }); // a slow stream: in flight
+          const running = lab.run(agent, task, 1);
+          running.catch(() => {}); // awaited below; a failed step must not leave it unhandled
+          const deadline = Date.now() + 120_000;
+          while (mock.modelCalls().length === before && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 200));
+          }
+          assert.ok(mock.modelCalls().length > before, `${agent} called the model`);
+          await lab.signal(task, 1);
+          const r = await running;
+          mock.clearQueue();
+          assert.equal(r.exit, "143", r.output);
+          const res = result(r);
+          assert.equal(res.is_error, true);
+          let left: string[] = [];
+          for (let i = 0; i < 20; i++) {
+            left = await lab.taskProcesses(task);
+            if (left.length === 0) break;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+          assert.deepEqual(left, [], `${agent}: nothing of the task runs`);
+          if (agent === "pi") {
+            // Pi saves its session with the first answer: cut before it, the task has none
+            assert.equal(r.session, undefined, "pi had not saved its session: the task has none");
+            await lab.prepare(task, 2, "Continue\n");
+            const again = await lab.run(agent, task, 2);
+            assert.match(result(again).result, /is not saved/);
+            assert.equal(mock.modelCalls().length, before + 1, "the refused run made no call");
+          }
+        },
+      );
+    }
+
     await t.step("no real credential is on the guest's disk or in its processes", async () => {
       const r = await lab.root(
         `grep -rIl -e '${REAL.anthropic}' -e '${REAL.openai}' /home /root /etc /tmp /var/lib/isx /opt /run 2>/dev/null; ` +

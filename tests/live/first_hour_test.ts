@@ -230,6 +230,12 @@ Deno.test({
           const js = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
           assert.equal(js.drift.kind, "restart");
           assert.equal(await exists(c, `${p}-x`), false);
+          const shell = await isx(["shell", loose], 7);
+          assert.match(shell.stderr, /open a shell in .*isx proxy restart \(or --no-preflight\)/);
+          // a credentials file made readable by others: the proxy says so, never the values
+          Deno.chmodSync(creds, 0o644);
+          const auth = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
+          assert.match(auth.health.authError, /mode 0644 is wider than 0600/);
         },
       );
     } finally {
@@ -275,6 +281,92 @@ Deno.test({
       assert.throws(() => Deno.statSync(script));
     } finally {
       await home.isx(["proxy", "stop"]);
+    }
+  },
+});
+
+Deno.test({
+  name: "isx proxy status: running, waiting_for_dns, stale_dns, not_running, stale_gateway",
+  ignore: NO_INCUS,
+  async fn(t) {
+    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const bridge = `fh${crypto.randomUUID().slice(0, 6)}`;
+    const used = new Set(
+      (await c.call("GET", "/1.0/networks", { query: { recursion: 1 } }).then((r) =>
+        r.kind === "sync" ? r.metadata as { config?: Record<string, string> }[] : []
+      )).map((n) => n.config?.["ipv4.address"]?.split(".").slice(0, 3).join(".")),
+    );
+    const subnet = () => {
+      for (;;) {
+        const s = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 250)}`;
+        if (!used.has(s)) {
+          used.add(s);
+          return s;
+        }
+      }
+    };
+    const first = subnet();
+    await c.createNetwork({
+      name: bridge,
+      config: { "ipv4.address": `${first}.1/24`, "ipv4.nat": "false", "ipv6.address": "none" },
+    }, { step: `create ${bridge}` });
+    await using home = new IsxHome();
+    const port = () => 20000 + Math.floor(Math.random() * 20000);
+    Deno.mkdirSync(home.configDir, { recursive: true });
+    Deno.writeTextFileSync(
+      `${home.configDir}/config.yaml`,
+      `proxy:\n  bridge: ${bridge}\n  ports: { tls: ${port()}, forward: ${port()}, health: ${port()} }\n`,
+    );
+    const status = async (want: string, code: number) => {
+      const r = await home.isx(["proxy", "status", "--json"]);
+      const s = JSON.parse(r.stdout);
+      assert.equal(s.status, want, r.stdout + r.stderr);
+      assert.equal(r.code, code);
+      return s;
+    };
+    const dnsmasq = async () => (await c.getNetwork(bridge)).value.config["raw.dnsmasq"] ?? "";
+    try {
+      await t.step("running: it answers and the bridge DNS points at it", async () => {
+        assert.equal((await home.isx(["proxy", "start"])).code, 0);
+        const s = await status("running", 0);
+        assert.equal(s.health.dnsConfigured, true);
+        assert.match(await dnsmasq(), new RegExp(`address=/api\\.anthropic\\.com/${first}\\.1`));
+      });
+      await t.step("waiting_for_dns: the block is gone from the bridge", async () => {
+        await c.patchNetwork(bridge, { config: { "raw.dnsmasq": "" } }, { step: "clear DNS" });
+        const s = await status("waiting_for_dns", 2);
+        assert.match(s.why, /does not point at it/);
+      });
+      await t.step("stale_dns: a proxy that died leaves its block behind", async () => {
+        assert.equal((await home.isx(["proxy", "restart"])).code, 0);
+        const { pid } = await status("running", 0);
+        Deno.kill(pid, "SIGKILL");
+        const s = await status("stale_dns", 2);
+        assert.match(s.why, new RegExp(`${first}\\.1, where nothing answers`));
+      });
+      await t.step("not_running: a clean stop takes its block away", async () => {
+        assert.equal((await home.isx(["proxy", "start"])).code, 0);
+        assert.equal((await home.isx(["proxy", "stop"])).code, 0);
+        await status("not_running", 1);
+        assert.doesNotMatch(await dnsmasq(), /isx-proxy begin/);
+      });
+      await t.step("stale_gateway: the bridge was re-addressed under a running proxy", async () => {
+        assert.equal((await home.isx(["proxy", "start"])).code, 0);
+        const next = subnet();
+        await c.patchNetwork(bridge, { config: { "ipv4.address": `${next}.1/24` } }, {
+          step: "re-address",
+        });
+        const s = await status("stale_gateway", 2);
+        assert.match(
+          s.why,
+          new RegExp(`listens on ${first}\\.1, but the gateway is now ${next}\\.1`),
+        );
+        assert.equal((await home.isx(["proxy", "stop"])).code, 0);
+      });
+    } finally {
+      await home.isx(["proxy", "stop"]);
+      await c.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+      c.close();
     }
   },
 });
