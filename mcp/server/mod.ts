@@ -60,8 +60,9 @@ export interface ServeOptions {
   windDownMs?: number;
   /** Starts the task watcher; called while someone listens; returns its stop. */
   startWatcher?: () => () => void;
-  /** Runs after the first `initialize` answer (the orphan sweep). */
-  afterInitialize?: () => void;
+  /** Runs once when the session starts: after the first `initialize` answer or the first
+   * stateless request (the orphan sweep). */
+  onSessionStart?: () => void;
 }
 
 /** A running server. */
@@ -100,6 +101,12 @@ export function serveMcp(o: ServeOptions): McpServer {
   const subs = new Map<string, { id: Id; filter: TaskFilter }>();
   let stopWatcher: (() => void) | undefined;
   const mcpTasks = new McpTasks(s);
+  let started = false;
+  const sessionStart = () => {
+    if (started) return;
+    started = true;
+    o.onSessionStart?.();
+  };
 
   const syncWatcher = () => {
     const want = handshakeWantsChanges || subs.size > 0;
@@ -186,6 +193,7 @@ export function serveMcp(o: ServeOptions): McpServer {
     }
     const info = metaOf(params)[META.clientInfo] as { name?: unknown } | undefined;
     if (modern && typeof info?.name === "string") s.clientName = info.name;
+    if (modern) sessionStart();
     switch (method) {
       case "initialize": {
         const p = params as {
@@ -204,7 +212,7 @@ export function serveMcp(o: ServeOptions): McpServer {
           // started only after the answer is on its way (§9)
           handshakeWantsChanges = wantsTaskChanges(caps as Record<string, unknown>);
           syncWatcher();
-          o.afterInitialize?.();
+          sessionStart();
         });
         return;
       }

@@ -11,7 +11,14 @@
 import assert from "node:assert/strict";
 import { NO_INCUS } from "../helpers/live.ts";
 import type { AgentEvent, AgentName, ResultEvent } from "../../guest/mod.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, type LabRun, REAL } from "./_agents_lab.ts";
+import {
+  AGENTS_TEMPLATE,
+  AgentsLab,
+  haveTemplate,
+  type LabRun,
+  PROJECT,
+  REAL,
+} from "./_agents_lab.ts";
 import { MOCK_USAGE } from "../fakes/mock_model.ts";
 
 // ISX_TEST_RUNNER_AGENTS=codex,pi narrows the per-agent steps (while working on one agent)
@@ -96,7 +103,7 @@ Deno.test({
     await using lab = await AgentsLab.open();
     for (const agent of ONLY) {
       const task = `t1-${agent}`;
-      const out = `/home/agentuser/out-${agent}.txt`;
+      const out = `${PROJECT}/out-${agent}.txt`;
       await t.step(`${agent}: run 1 writes ${out} with its own tool and reports`, async () => {
         const mock = agent === "codex" ? lab.openai : lab.anthropic;
         const before = mock.modelCalls().length;
@@ -116,6 +123,19 @@ Deno.test({
         assert.equal(res.session_id, r.session);
         FIGURES[agent](res);
         assertInjected(lab, agent, before);
+        const diff = await lab.diff(task);
+        assert.equal(diff.repos.length, 1);
+        assert.equal(diff.repos[0]!.repo, PROJECT);
+        assert.deepEqual(
+          diff.repos[0]!.files.find((f) => f.path === `out-${agent}.txt`),
+          { path: `out-${agent}.txt`, added: 1, deleted: 0 },
+          "get_diff shows the file the agent wrote",
+        );
+        assert.match(diff.patch ?? "", new RegExp(`\\+hello-${agent}`));
+        const status = await lab.user(
+          `cd ${PROJECT} && git status --porcelain && git diff --cached`,
+        );
+        assert.ok(!status.stdout.includes("A "), "the repository's own index is untouched");
         if (agent === "codex") {
           assert.ok(
             mock.modelCalls().slice(before).every((c) => c.via === "websocket"),
