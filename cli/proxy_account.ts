@@ -192,21 +192,25 @@ export async function accountCommand(rest: string[], ctx: CliContext): Promise<n
 
 /**
  * The `proxy:` rules of the user's and search paths' tools, values wrapped as secrets at
- * once. A tool file that cannot be read or is invalid is logged and its rules left out:
- * the proxy still starts, and those domains get no credentials (nothing leaks).
+ * once. A tools directory that cannot be read or holds an invalid tool is logged and left
+ * out: the proxy still starts, and those domains get no credentials (nothing leaks).
  */
 export function toolRules(ctx: CliContext): CustomRule[] {
   const { configDir, home } = ctx.perm;
+  let searchPaths: string[] = [];
   try {
-    const searchPaths = readHostConfig(configDir, home).searchPaths;
-    return loadToolProxyRules({ configDir, searchPaths }).map((r): CustomRule => {
-      const value = new Secret(r.value);
-      if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
-      if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
-      return { domain: r.domain, kind: "bearer", value };
-    });
+    searchPaths = readHostConfig(configDir, home).searchPaths;
   } catch (e) {
-    log.warn("proxy: tools' proxy rules not loaded", { error: (e as Error).message });
-    return [];
+    log.warn("proxy: search paths not read for tools' proxy rules", {
+      error: (e as Error).message,
+    });
   }
+  const skip = (dir: string, e: Error) =>
+    log.warn("proxy: tools' proxy rules left out", { dir, error: e.message });
+  return loadToolProxyRules({ configDir, searchPaths }, skip).map((r): CustomRule => {
+    const value = new Secret(r.value);
+    if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
+    if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
+    return { domain: r.domain, kind: "bearer", value };
+  });
 }

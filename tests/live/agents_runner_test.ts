@@ -70,6 +70,14 @@ function assertInjected(lab: AgentsLab, agent: AgentName, from: number) {
   }
 }
 
+/** The model override each task asks for (opencode's bare id gets its config's provider). */
+const MODEL: Record<AgentName, string> = {
+  claude: "claude-haiku-4-5",
+  codex: "gpt-5.4",
+  pi: "claude-haiku-4-5",
+  opencode: "claude-haiku-4-5",
+};
+
 const FIGURES: Record<AgentName, (r: ResultEvent) => void> = {
   claude(r) {
     assert.equal(r.num_turns, 2);
@@ -109,6 +117,7 @@ Deno.test({
         const before = mock.modelCalls().length;
         await lab.prepare(task, 1, `Please do this. MOCK_WRITE_FILE ${out} hello-${agent}\n`, {
           "brief.md": "You are a delegate of a coordinator on the host.\n",
+          model: `${MODEL[agent]}\n`, // the task's model override
         });
         const r = await lab.run(agent, task, 1);
         const res = result(r);
@@ -142,6 +151,13 @@ Deno.test({
             "codex spoke the Responses API over a WebSocket through the proxy",
           );
         }
+        const wanted = MODEL[agent].replace(/^anthropic\//, "");
+        assert.ok(
+          mock.modelCalls().slice(before).every((c) => c.json?.model === wanted),
+          `${agent} asked for the override ${wanted}: ${
+            mock.modelCalls().slice(before).map((c) => c.json?.model)
+          }`,
+        );
         assert.ok(
           mock.modelCalls().slice(before).some((c) => c.body.includes("You are a delegate")),
           `${agent}: the brief reached the model: ${
