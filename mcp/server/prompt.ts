@@ -27,3 +27,17 @@ export const COORDINATE = `You coordinate work across isx instances. The loop:
 7. After a restart: list_instances, then adopt_instance what you held (or repeat your keyed calls).
 
 To hand a whole task to a coding agent inside an instance: delegate (instruction, and instance or template), one wait_any per tick, task_result for its report, get_diff to review what it changed, send_message to continue the same conversation. One agent at a time per instance: use template for parallel work.`;
+
+/** The `prompts/list` entry. */
+export const COORDINATE_PROMPT = {
+  name: "coordinate",
+  description: "The loop for coordinating work across isx instances",
+} as const;
+
+/** The `prompts/get` result. */
+export function coordinateMessages(): Record<string, unknown> {
+  return {
+    description: COORDINATE_PROMPT.description,
+    messages: [{ role: "user", content: { type: "text", text: COORDINATE } }],
+  };
+}
