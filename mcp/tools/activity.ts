@@ -34,6 +34,8 @@ const Output = z.strictObject({
   traffic_websockets_in_flight: N,
   traffic_last_request_at: z.string().optional(),
   traffic_last_response_at: z.string().optional(),
+  /** Connections the proxy refused over the per-instance cap. */
+  refused: N,
 });
 
 const activity = tool({
@@ -74,7 +76,7 @@ const activity = tool({
     } catch (e) {
       throw new RefusalError("unavailable", `the isx proxy's /activity: ${(e as Error).message}`);
     }
-    // the seed's fields only (the record may grow); its nulls are "no value", omitted (§1.3)
+    // the schema's fields only (the record may grow); its nulls are "no value", omitted (§1.3)
     const structured = Object.fromEntries(
       Object.entries(rec).filter(([k, v]) => v !== null && k in Output.shape),
     );
