@@ -20,6 +20,7 @@ import { createIncusClient, type IncusClient, IsbError } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { contextFrom, NPM_PASS_ENV, unionFlags } from "./permissions.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx build [--with-parents] [--out-of-sync] [-q] <template>...
        isx build --out-of-sync
@@ -175,7 +176,7 @@ export const buildCommand: Command = {
       throw new UsageError("name at least one template (or use --out-of-sync)");
     }
     const client = createIncusClient({
-      socket: ctx.global.socket,
+      ...incusOptions(ctx),
       project: ctx.global.project ?? "",
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });
