@@ -68,32 +68,25 @@ try {
     });
   }
   await client.pushFile(name, "/opt/stub/claude", STUB, { step: "stub", mode: 0o755 });
-  const dir = (i: number) => `${AGENT.home}/.isx-mcp/tasks/b${i}`;
-  const scripts: string[] = [];
-  for (let i = 0; i <= N; i++) {
-    scripts.push(agentRunScript({
-      deno: "/usr/local/bin/deno",
-      scripts: SCRIPTS,
-      dir: dir(i),
-      run: 1,
-      agent: "claude",
-      home: AGENT.home,
-      task: `b${i}`,
-    }));
-  }
-  await client.pushFile(name, "/opt/stub/scripts.b64", btoa(scripts.join("\0")), {
-    step: "scripts",
-    mode: 0o644,
+  // one script; each iteration's copy names its own task (a placeholder replaced by sed)
+  const script = agentRunScript({
+    deno: "/usr/local/bin/deno",
+    scripts: SCRIPTS,
+    dir: `${AGENT.home}/.isx-mcp/tasks/zzbenchzz`,
+    run: 1,
+    agent: "claude",
+    home: AGENT.home,
+    task: "zzbenchzz",
   });
+  await client.pushFile(name, "/opt/stub/run.sh", script, { step: "script", mode: 0o644 });
   // one guest process times every iteration, runner and direct alternating
   const loop = `
 set -e
 export PATH=/opt/stub:/usr/local/bin:/usr/bin:/bin HOME=${AGENT.home}
-base64 -d /opt/stub/scripts.b64 > /tmp/scripts.bin
 ms() { echo $(( ($(date +%s%N) - $1) / 1000 )); }
 for i in $(seq 0 ${N}); do
   d=${AGENT.home}/.isx-mcp/tasks/b$i; mkdir -p "$d"; echo "do it" > "$d/prompt-1.md"
-  awk -v RS='\\0' -v n=$((i+1)) 'NR==n' /tmp/scripts.bin > "$d/run-1.sh"
+  sed "s/zzbenchzz/b$i/g" /opt/stub/run.sh > "$d/run-1.sh"
   t=$(date +%s%N); bash "$d/run-1.sh"; echo "runner $i $(ms $t)"
   grep -q '"is_error":false' "$d/events-1.jsonl"; [ "$(cat "$d/exit-1")" = 0 ]
   t=$(date +%s%N); claude -p < "$d/prompt-1.md" > "$d/direct.jsonl"; echo "direct $i $(ms $t)"

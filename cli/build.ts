@@ -20,6 +20,7 @@ import { createIncusClient, type IncusClient, IsbError } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { contextFrom, NPM_PASS_ENV, unionFlags } from "./permissions.ts";
+import { warnProxy } from "./instance_checks.ts";
 import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx build [--with-parents] [--out-of-sync] [-q] <template>...
@@ -28,7 +29,8 @@ const HELP = `Usage: isx build [--with-parents] [--out-of-sync] [-q] <template>.
 Builds templates into stopped Incus instances of the same name. A template's missing
 parents are built first; the parent is copied, the template's steps run (apt packages,
 tools, files, repos, scripts) with their output streamed, the instance is stopped and
-stamped with its type, definition hash, parent build and the isx version.
+stamped with its type, definition hash, parent build and the isx version. It warns first
+(never refuses) when the proxy its instances will need is down or stale.
 
 Options:
   --with-parents   rebuild every parent too, not only the missing ones
@@ -181,6 +183,7 @@ export const buildCommand: Command = {
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });
     try {
+      await warnProxy(ctx);
       await runBuild(ctx, client, {
         names: positionals,
         withParents: values["with-parents"] ?? false,

@@ -68,6 +68,21 @@ export async function checkProxy(
 }
 
 /**
+ * The check before `isx build` (spec §7.H): a build does not need the proxy, so it only
+ * warns when the instances it leads to would find the proxy down or stale.
+ */
+export async function warnProxy(ctx: CliContext): Promise<void> {
+  const url = proxyHealthUrl(readHostConfig(ctx.perm.configDir, ctx.perm.home));
+  try {
+    await preflight({ healthUrl: url, own: ownBuild(ctx), action: "isx build" });
+  } catch (e) {
+    if (!(e instanceof IsbError)) throw e;
+    const fix = (e.data as { fix?: string } | undefined)?.fix;
+    note(`isx: warning: the proxy is not ready for instances (${fix ?? e.message})`);
+  }
+}
+
+/**
  * Repairs a running instance's trust store when the proxy serves another CA than the one
  * it trusts (`trusted`); returns whether it did. Nothing to compare without a proxy.
  */

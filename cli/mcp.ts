@@ -20,9 +20,10 @@ import {
   serveMcp,
   Session,
   SLOW_DAEMON_MS,
+  sweepOrphans,
 } from "../mcp/mod.ts";
 import { loadProxyConfig } from "../proxy/mod.ts";
-import { createIncusClient } from "../rpc/mod.ts";
+import { createIncusClient, log } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { Command } from "./command.ts";
@@ -120,7 +121,8 @@ Options:
       audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
       alive: (other) => beats.alive(other),
       id,
-      owner: String(Deno.uid() ?? 0),
+      // the host user, and the state dir whose heartbeats tell its sessions' liveness
+      owner: `${Deno.uid() ?? 0}:${stateDir}`,
       pid: Deno.pid,
       cwd,
       now: () => Date.now(),
@@ -143,7 +145,18 @@ Options:
       output: Deno.stdout.writable,
       session,
       startWatcher: () => tasks.watch(session),
+      // the orphan sweep runs in the background once isx init has been done
+      onSessionStart: () => {
+        if (session.deps.initialized()) void sweepOrphans(session);
+      },
     });
+    // a long-lived server must not die of one stray rejection (a guest's exec socket reset
+    // while its instance stopped, seen in tests): it is logged, the session goes on
+    const onRejection = (e: PromiseRejectionEvent) => {
+      e.preventDefault();
+      log.warn("isx mcp: unhandled rejection", { error: String(e.reason) });
+    };
+    globalThis.addEventListener("unhandledrejection", onRejection);
     const onTerm = () => {
       server.shutdown().finally(() => {
         beats.stop();
@@ -155,6 +168,7 @@ Options:
       await server.finished;
     } finally {
       Deno.removeSignalListener("SIGTERM", onTerm);
+      globalThis.removeEventListener("unhandledrejection", onRejection);
       beats.stop();
       client.close();
     }

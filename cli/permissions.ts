@@ -157,7 +157,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, c.cacheDir, `${c.stateDir}/build`, c.tmp],
     net: true, // the Incus socket (see init)
     // PATH/HOME and how this host reaches the npm registry (CA, proxy, mirror)
-    env: ["TERM", "NO_COLOR", "PATH", "HOME", ...NPM_PASS_ENV],
+    env: ["TERM", "NO_COLOR", "PATH", "HOME", "ISX_GIT_SHA", ...NPM_PASS_ENV],
     run: ["npm", "tar", c.execPath],
     sys: ["uid"],
   }),

@@ -17,15 +17,20 @@ import {
 } from "../mcp/mod.ts";
 import {
   ACCOUNT_KEYS,
+  type AccountCatalogue,
   canonicalKey,
+  catalogueAccounts,
   type CustomRule,
+  loadProxyConfig,
+  type Namespace,
   parseAccountPairs,
+  resolveAccount,
   Secret,
 } from "../proxy/mod.ts";
 import { createIncusClient, type IncusClient, log } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext } from "./command.ts";
-import { out } from "./proxy_view.ts";
+import { getJson, out } from "./proxy_view.ts";
 import { incusOptions } from "./incus_remote.ts";
 
 /** The `--help` of `isx proxy account`. */
@@ -40,7 +45,9 @@ for claude, else the first account). A pin naming a missing account, or a claude
 of another auth mode than the instance was built for, makes the proxy answer 502: it
 never falls back to another account. Pins can also be set with isx branch --account.
 
-  list    every instance's pins and template accounts (--json: an array of objects)
+  list    every instance's pins, template accounts and, when the proxy answers, the
+          account it resolves to or why it refuses (--json: an array of objects;
+          --url URL: the proxy's ops address)
   set     pin accounts (replaces the namespace's pin)
   unset   remove pins (the template's or default account applies again)`;
 
@@ -53,17 +60,64 @@ function withClient<T>(ctx: CliContext, fn: (c: IncusClient) => Promise<T>): Pro
   return fn(client).finally(() => client.close());
 }
 
+/** Names come from stamps anyone with Incus access can write: no terminal escapes. */
+function flat(s: string): string {
+  // deno-lint-ignore no-control-regex
+  return s.replace(/[\x00-\x1f\x7f]/g, "?");
+}
+
 function pairs(m: Record<string, string>): string {
   const s = Object.entries(m).map(([k, v]) => `${k}=${v}`).join(",");
-  // Names come from stamps anyone with Incus access can write: no terminal escapes.
-  // deno-lint-ignore no-control-regex
-  return s === "" ? "-" : s.replace(/[\x00-\x1f\x7f]/g, "?");
+  return s === "" ? "-" : flat(s);
+}
+
+/** What the proxy resolves one namespace to: an account, a refusal, or none configured. */
+export type Resolution =
+  | { account: string; kind: string; source: string }
+  | { error: string }
+  | null;
+
+/** The running proxy's account catalogue (`GET /accounts`), if it answers. */
+async function proxyCatalogue(
+  ctx: CliContext,
+  url: string | undefined,
+): Promise<AccountCatalogue | undefined> {
+  const base = url?.replace(/\/$/, "") ??
+    `http://127.0.0.1:${(await loadProxyConfig(`${ctx.perm.configDir}/config.yaml`)).ports.health}`;
+  const got = await getJson(`${base}/accounts`);
+  return got?.status === 200 ? got.body as AccountCatalogue : undefined;
+}
+
+/** The proxy's decision per namespace (`claude`, `openai`, `github`) for these choices. */
+export function resolvedFor(
+  catalogue: AccountCatalogue,
+  pins: Record<string, string>,
+  template: Record<string, string>,
+): Record<string, Resolution> {
+  const out: Record<string, Resolution> = {};
+  const names: [string, Namespace][] = [
+    ["claude", "anthropic"],
+    ["openai", "openai"],
+    ["github", "github"],
+  ];
+  for (const [key, ns] of names) {
+    const entry = catalogue[ns];
+    if (!entry) continue;
+    const r = resolveAccount(ns, catalogueAccounts(entry), { pins, template });
+    out[key] = r.error !== undefined
+      ? { error: r.error }
+      : r.account === undefined
+      ? null
+      : { account: r.name, kind: r.account.kind, source: r.source };
+  }
+  return out;
 }
 
 /** Runs `isx proxy account …` (`rest` starts after `account`). */
 export async function accountCommand(rest: string[], ctx: CliContext): Promise<number> {
   const { values, positionals } = parseCommandArgs(rest, {
     json: { type: "boolean" },
+    url: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -74,13 +128,35 @@ export async function accountCommand(rest: string[], ctx: CliContext): Promise<n
   if (sub === "list" || sub === undefined) {
     if (instance !== undefined) throw new UsageError("account list takes no arguments");
     const rows = await withClient(ctx, listAccountPins);
-    if (values.json) out(JSON.stringify(rows));
+    const catalogue = await proxyCatalogue(ctx, values.url);
+    const full = rows.map((r) => ({
+      ...r,
+      resolved: catalogue ? resolvedFor(catalogue, r.pins, r.template_accounts) : null,
+    }));
+    if (values.json) out(JSON.stringify(full));
     else {
-      const lines = [["INSTANCE", "TEMPLATE", "PINS", "TEMPLATE ACCOUNTS"]].concat(
-        rows.map((r) => [r.instance, r.template ?? "-", pairs(r.pins), pairs(r.template_accounts)]),
+      const shown = (r: (typeof full)[number]) =>
+        r.resolved === null
+          ? "? (proxy not answering)"
+          : Object.entries(r.resolved).map(([ns, v]: [string, Resolution]) =>
+            v === null ? `${ns}=-` : "error" in v ? `${ns}=REFUSED` : `${ns}=${v.account}`
+          ).join(",");
+      const lines = [["INSTANCE", "TEMPLATE", "PINS", "TEMPLATE ACCOUNTS", "PROXY USES"]].concat(
+        full.map((r) => [
+          r.instance,
+          r.template ?? "-",
+          pairs(r.pins),
+          pairs(r.template_accounts),
+          flat(shown(r)),
+        ]),
       );
       const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
       out(lines.map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n"));
+      for (const r of full) {
+        for (const [ns, v] of Object.entries<Resolution>(r.resolved ?? {})) {
+          if (v && "error" in v) out(flat(`${r.instance}: ${ns}: ${v.error}`));
+        }
+      }
     }
     return 0;
   }
@@ -117,21 +193,25 @@ export async function accountCommand(rest: string[], ctx: CliContext): Promise<n
 
 /**
  * The `proxy:` rules of the user's and search paths' tools, values wrapped as secrets at
- * once. A tool file that cannot be read or is invalid is logged and its rules left out:
- * the proxy still starts, and those domains get no credentials (nothing leaks).
+ * once. A tools directory that cannot be read or holds an invalid tool is logged and left
+ * out: the proxy still starts, and those domains get no credentials (nothing leaks).
  */
 export function toolRules(ctx: CliContext): CustomRule[] {
   const { configDir, home } = ctx.perm;
+  let searchPaths: string[] = [];
   try {
-    const searchPaths = readHostConfig(configDir, home).searchPaths;
-    return loadToolProxyRules({ configDir, searchPaths }).map((r): CustomRule => {
-      const value = new Secret(r.value);
-      if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
-      if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
-      return { domain: r.domain, kind: "bearer", value };
-    });
+    searchPaths = readHostConfig(configDir, home).searchPaths;
   } catch (e) {
-    log.warn("proxy: tools' proxy rules not loaded", { error: (e as Error).message });
-    return [];
+    log.warn("proxy: search paths not read for tools' proxy rules", {
+      error: (e as Error).message,
+    });
   }
+  const skip = (dir: string, e: Error) =>
+    log.warn("proxy: tools' proxy rules left out", { dir, error: e.message });
+  return loadToolProxyRules({ configDir, searchPaths }, skip).map((r): CustomRule => {
+    const value = new Secret(r.value);
+    if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
+    if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
+    return { domain: r.domain, kind: "bearer", value };
+  });
 }

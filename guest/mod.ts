@@ -18,6 +18,8 @@ export {
   agentRunnerArgv,
   type AgentRunnerFile,
   agentRunScript,
+  type DiffCommand,
+  diffRunnerArgv,
   type ResultEvent,
   type RunnerPlace,
 } from "./agents/mod.ts";
@@ -30,6 +32,13 @@ export {
   PROBE_SH,
   STATUS_SH,
 } from "./task_shell.ts";
+export {
+  type DiffFile,
+  type DiffResult,
+  parseBases,
+  parseNumstatZ,
+  type RepoBase,
+} from "./diff/core.ts";
 export { parseTaskEvents, parseTaskState, type TaskEvent, type TaskRecord } from "./protocol.ts";
 
 /** The runner scripts, embedded in the compiled binary with `--include guest/`. */

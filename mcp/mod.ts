@@ -20,6 +20,7 @@ export {
   readMcpConfig,
   Session,
   type SessionDeps,
+  sweepOrphans,
 } from "./session/mod.ts";
 export { outputSchemas, toolNames } from "./tools/mod.ts";
 export { createTaskEngine } from "./tasks/mod.ts";

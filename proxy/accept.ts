@@ -26,13 +26,15 @@ export type Gate = (conn: Deno.Conn) => Promise<(() => void) | undefined>;
 /** Serves `listener`, one `handle` call per connection; `what` names it in logs. */
 export function serveConns(
   listener: Deno.Listener,
-  handle: (conn: Deno.Conn) => Promise<void>,
+  handle: (conn: Deno.Conn, stopping: AbortSignal) => Promise<void>,
   what: string,
   opts: { gate?: Gate | undefined; refuse?: (conn: Deno.Conn) => Promise<void> } = {},
 ): Served {
   const conns = new Set<Deno.Conn>();
   const open = new Set<Promise<void>>();
   let closing = false;
+  // Tells handlers to close what they hold besides the guest's connection (a tunnel's upstream).
+  const stopping = new AbortController();
   const finished = (async () => {
     while (!closing) {
       let conn: Deno.Conn;
@@ -45,7 +47,7 @@ export function serveConns(
         continue;
       }
       conns.add(conn);
-      const p = gated(conn, handle, opts).finally(() => {
+      const p = gated(conn, (c) => handle(c, stopping.signal), opts).finally(() => {
         open.delete(p);
         conns.delete(conn);
       });
@@ -58,6 +60,7 @@ export function serveConns(
     finished,
     async shutdown() {
       closing = true;
+      stopping.abort();
       try {
         listener.close();
       } catch { /* already closed */ }

@@ -146,3 +146,37 @@ export function canonicalKey(key: string): string {
   if (NAMESPACE_KEYS.openai.includes(key)) return "openai";
   return key;
 }
+
+/** One namespace's accounts as the ops port lists them: names and modes, never values. */
+export interface CatalogueEntry {
+  /** `default:` of credentials.yaml, if set. */
+  default: string | null;
+  /** Accounts in file order with their kind (`api_key`, `oauth`, `vertex`, `token`). */
+  accounts: { name: string; kind: string }[];
+}
+
+/** The account catalogue by namespace (what `GET /accounts` answers). */
+export type AccountCatalogue = Record<Namespace, CatalogueEntry>;
+
+/** The catalogue of credentials' accounts: names, kinds and defaults only. */
+export function accountCatalogue(
+  creds: Readonly<Record<Namespace, Accounts<{ kind: string }>>>,
+): AccountCatalogue {
+  const entry = (a: Accounts<{ kind: string }>): CatalogueEntry => ({
+    default: a.default ?? null,
+    accounts: [...a.accounts].map(([name, acc]) => ({ name, kind: acc.kind })),
+  });
+  return {
+    anthropic: entry(creds.anthropic),
+    openai: entry(creds.openai),
+    github: entry(creds.github),
+  };
+}
+
+/** The catalogue back as {@link Accounts} (kinds only), for resolving without the values. */
+export function catalogueAccounts(e: CatalogueEntry): Accounts<{ kind: string }> {
+  return {
+    default: e.default ?? undefined,
+    accounts: new Map(e.accounts.map((a) => [a.name, { kind: a.kind }])),
+  };
+}

@@ -30,7 +30,12 @@ export interface GuardedConnector {
   close(): Promise<void>;
 }
 
-async function serveOne(conn: Deno.Conn, guard: Guard, limits: ProxyLimits): Promise<void> {
+async function serveOne(
+  conn: Deno.Conn,
+  guard: Guard,
+  limits: ProxyLimits,
+  stopping: AbortSignal,
+): Promise<void> {
   const timer = setTimeout(() => conn.close(), limits.headerTimeoutMs);
   let upstream: Deno.Conn | undefined;
   try {
@@ -52,7 +57,7 @@ async function serveOne(conn: Deno.Conn, guard: Guard, limits: ProxyLimits): Pro
     }
     await conn.write(enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
     if (got.rest.length) await upstream.write(got.rest);
-    await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs });
+    await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs, signal: stopping });
   } catch (e) {
     log.debug("proxy: egress connector", { error: String((e as Error)?.message ?? e) });
   } finally {
@@ -73,7 +78,7 @@ export function serveGuardedConnector(
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const served = serveConns(
     listener,
-    (conn) => serveOne(conn, guard, opts.limits ?? DEFAULT_LIMITS),
+    (conn, stop) => serveOne(conn, guard, opts.limits ?? DEFAULT_LIMITS, stop),
     "egress connector",
   );
   const client = Deno.createHttpClient({

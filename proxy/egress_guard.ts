@@ -231,9 +231,16 @@ export async function guardedAddresses(hostname: string, guard: Guard): Promise<
   );
 }
 
-/** The isb egress guard: public addresses only; an IP literal as allowed. */
-export function publicGuard(resolve: Resolver): Guard {
-  return { resolve, allows: isPublicAddress, literalsAsIs: true };
+/**
+ * The isb egress guard: public addresses only, and with `nets` none of the host's own nor in
+ * its subnets; an IP literal as the allow-list named it.
+ */
+export function publicGuard(
+  resolve: Resolver,
+  nets?: () => { own: ReadonlySet<string>; subnets: readonly Cidr[] },
+): Guard {
+  const allows = nets ? (ip: string) => targetAllowed(ip, nets()) : isPublicAddress;
+  return { resolve, allows, literalsAsIs: true };
 }
 
 /** The address to connect to for `hostname`: itself if an IP literal, else a public one. */

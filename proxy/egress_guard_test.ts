@@ -8,6 +8,7 @@ import {
   isIpLiteral,
   isPublicAddress,
   parseCidr,
+  publicGuard,
   targetAllowed,
 } from "./egress_guard.ts";
 
@@ -178,4 +179,20 @@ Deno.test("guardedAddresses checks IP literals unless told to use them as they a
     guardedAddresses("x.test", { ...guard, resolve: () => Promise.reject(new TypeError("down")) }),
     (e: unknown) => e instanceof IsbError && e.code === "io" && /down/.test(e.message),
   );
+});
+
+Deno.test("publicGuard with the host's nets refuses its own public address and subnets", async () => {
+  const nets = () => ({ own: new Set(["198.51.99.7"]), subnets: [parseCidr("203.0.114.0/24")!] });
+  const dns: Record<string, string[]> = {
+    "own.test": ["198.51.99.7"],
+    "bridge.test": ["203.0.114.9"],
+    "ok.test": ["203.0.114.9", "8.8.8.8"],
+  };
+  const guard = publicGuard((h) => Promise.resolve(dns[h] ?? []), nets);
+  await rejects(guardedAddresses("own.test", guard), /no public address/);
+  await rejects(guardedAddresses("bridge.test", guard), /no public address/);
+  equal((await guardedAddresses("ok.test", guard)).join(), "8.8.8.8");
+  // Without the nets (tests of the egress relay alone) only special addresses are refused.
+  const bare = publicGuard((h) => Promise.resolve(dns[h] ?? []));
+  equal((await guardedAddresses("own.test", bare)).join(), "198.51.99.7");
 });

@@ -10,7 +10,8 @@
  * injects no isx credential: only the sandbox's own placeholders are replaced, and only on
  * the hosts its secrets name; other allowed hosts are relayed as they are; any other Host is
  * refused (421). An allowed host name is connected to only at a public address the proxy
- * resolved itself (DNS-rebinding defence, proxy/egress_guard.ts); a host that is literally
+ * resolved itself, none of the host's own nor in its interfaces' subnets (DNS-rebinding
+ * defence, proxy/egress_guard.ts); a host that is literally
  * an IP address is used as allowed. Counting works as for any caller. Listeners follow the files: a new,
  * changed or removed `secrets.json` starts, restarts or stops its bridge's servers.
  *
@@ -27,7 +28,8 @@ import { type EgressEntry, egressLookup, hostPattern } from "./egress.ts";
 import { matchDomain, Policy } from "./policy.ts";
 import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { LeafCache } from "./leaf_cache.ts";
-import { type Resolver, systemResolver } from "./egress_guard.ts";
+import { publicGuard, type Resolver, systemResolver } from "./egress_guard.ts";
+import { cachedHostNets, type HostNets } from "./egress_dial.ts";
 
 /** What Incus says about an egress bridge. */
 export interface BridgeInfo {
@@ -76,6 +78,8 @@ export interface EgressServeDeps {
   bindPort?: (port: number) => number;
   /** Resolves upstream host names (default: the system's DNS); only public answers are used. */
   resolve?: Resolver;
+  /** The host's addresses and subnets, never connected to (default: its interfaces). */
+  hostNets?: () => HostNets;
 }
 
 interface Running {
@@ -90,8 +94,11 @@ export class EgressListeners {
   readonly #running = new Map<string, Running>();
   #queue: Promise<void> = Promise.resolve();
 
+  readonly #hostNets: () => HostNets;
+
   /** Creates it (nothing runs until a start or a call). */
   constructor(deps: EgressServeDeps) {
+    this.#hostNets = deps.hostNets ?? cachedHostNets();
     this.#deps = deps;
   }
 
@@ -158,7 +165,7 @@ export class EgressListeners {
       {
         leaves,
         ca,
-        publicOnly: this.#deps.resolve ?? systemResolver(),
+        guard: publicGuard(this.#deps.resolve ?? systemResolver(), this.#hostNets),
         deps: {
           policy: new Policy(emptyCredentials(), {
             hosts: { anthropic: [], openai: [], github: [] },

@@ -110,7 +110,13 @@ export async function readHead(
 export async function pipeConns(
   a: Deno.Conn,
   b: Deno.Conn,
-  count: { ab?: (n: number) => void; ba?: (n: number) => void; idleMs?: number } = {},
+  count: {
+    ab?: (n: number) => void;
+    ba?: (n: number) => void;
+    idleMs?: number;
+    /** Closes both when aborted (the proxy is stopping). */
+    signal?: AbortSignal | undefined;
+  } = {},
 ): Promise<void> {
   const close = () => {
     for (const c of [a, b]) {
@@ -120,6 +126,8 @@ export async function pipeConns(
     }
   };
   const dog = count.idleMs ? new Watchdog(count.idleMs, close) : undefined;
+  if (count.signal?.aborted) close();
+  count.signal?.addEventListener("abort", close, { once: true });
   const copy = async (from: Deno.Conn, to: Deno.Conn, on?: (n: number) => void) => {
     const buf = new Uint8Array(64 * 1024);
     for (;;) {
@@ -135,6 +143,7 @@ export async function pipeConns(
     await Promise.all([copy(a, b, count.ab), copy(b, a, count.ba)].map((p) => p.catch(close)));
   } finally {
     dog?.stop();
+    count.signal?.removeEventListener("abort", close);
     close();
   }
 }
@@ -164,7 +173,11 @@ export function splitAuthority(
 }
 
 /** Serves one forward-proxy connection to its end. */
-export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise<void> {
+export async function handleForward(
+  conn: Deno.Conn,
+  deps: ForwardDeps,
+  stopping?: AbortSignal,
+): Promise<void> {
   let upstream: Deno.Conn | undefined;
   const limits = deps.limits ?? DEFAULT_LIMITS;
   const timer = setTimeout(() => conn.close(), limits.headerTimeoutMs);
@@ -188,13 +201,13 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
         try {
           await writeAll(conn, enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
           if (got.rest.length) await writeAll(upstream, got.rest);
-          await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs });
+          await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs, signal: stopping });
         } finally {
           deps.handoff.delete(deps.mitmPort, local);
         }
         return;
       }
-      return await tunnel(conn, { ...deps, guard }, caller, {
+      return await tunnel(conn, { ...deps, guard, stopping }, caller, {
         host,
         port,
         first: got.rest,
@@ -220,7 +233,7 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
       lines.join("\r\n")
     }\r\nconnection: close\r\n\r\n`;
     const port = url.port ? Number(url.port) : 80;
-    return await tunnel(conn, { ...deps, guard }, caller, {
+    return await tunnel(conn, { ...deps, guard, stopping }, caller, {
       host: hostOnly(url.host),
       port,
       first: got.rest,
@@ -240,7 +253,7 @@ export async function handleForward(conn: Deno.Conn, deps: ForwardDeps): Promise
 
 async function tunnel(
   conn: Deno.Conn,
-  deps: ForwardDeps & { guard: Guard },
+  deps: ForwardDeps & { guard: Guard; stopping: AbortSignal | undefined },
   caller: Caller,
   t: { host: string; port: number; first: Uint8Array; head: Uint8Array | undefined },
 ): Promise<void> {
@@ -272,6 +285,7 @@ async function tunnel(
       ab: (n) => traffic.sent(n),
       ba: (n) => traffic.received(n),
       idleMs: (deps.limits ?? DEFAULT_LIMITS).streamIdleMs,
+      signal: deps.stopping,
     });
   } finally {
     traffic.end();
@@ -287,9 +301,14 @@ export type ForwardServer = Served;
 /** Accepts forward-proxy connections on `listener`. */
 export function serveForward(listener: Deno.Listener, deps: ForwardDeps): ForwardServer {
   const guarded = { ...deps, guard: forwardGuard(deps) };
-  return serveConns(listener, (conn) => handleForward(conn, guarded), "forward listener", {
-    gate: deps.gate,
-    refuse: (conn) =>
-      writeAll(conn, reply("503 Service Unavailable", "too many connections from this instance")),
-  });
+  return serveConns(
+    listener,
+    (conn, stop) => handleForward(conn, guarded, stop),
+    "forward listener",
+    {
+      gate: deps.gate,
+      refuse: (conn) =>
+        writeAll(conn, reply("503 Service Unavailable", "too many connections from this instance")),
+    },
+  );
 }

@@ -1,6 +1,8 @@
 /**
- * The ops port (18080): `GET /health`, `GET /activity` and `GET /ca.crt` (the CA the proxy
- * signs with, which the CLI writes into guests whose trust store is out of date), for host
+ * The ops port (18080): `GET /health`, `GET /activity`, `GET /accounts` (account names,
+ * kinds and defaults, never values: `isx proxy account list` resolves pins with it) and
+ * `GET /ca.crt` (the CA the proxy signs with, which the CLI writes into guests whose trust
+ * store is out of date), for host
  * callers only (shared/spec/isx-mcp.md §7.D, §7.H). A host caller is one on loopback or on
  * one of the proxy's own addresses (the bridge gateway, which no instance can hold);
  * everyone else, instances included, gets 404, so an agent cannot read other instances'
@@ -78,6 +80,8 @@ export interface HealthDeps {
   caPem: string;
   /** `GET /dump` with the shutdown token: the effective config (secrets as lengths). */
   dump?: () => unknown;
+  /** `GET /accounts`: account names, kinds and defaults per namespace (never values). */
+  accounts?: () => unknown;
   /** Addresses that are the host itself (the proxy's listen addresses). */
   hostAddresses: ReadonlySet<string>;
   /** `POST /shutdown` with this token calls `onShutdown`; absent = no such endpoint. */
@@ -130,6 +134,7 @@ export function healthHandler(
     if (path === "/activity") {
       return json(encodeActivity(deps.counter.snapshot(deps.clients.known())));
     }
+    if (path === "/accounts" && deps.accounts) return json(JSON.stringify(deps.accounts()));
     return new Response("not found\n", { status: 404 });
   };
 }

@@ -7,14 +7,15 @@
  * address on any interface. Only instances with no configured address at all (isb
  * sandboxes, a plain `incus launch`) fall back to what their guest reports, for addresses
  * no configuration names; such callers are counted but never given a credential. An
- * address two configurations name is nobody's, and so is a reported address two running
- * guests report.
+ * address two configurations name is nobody's, so is the configured address of a stopped
+ * instance, and so is a reported address two running guests report.
  *
  * Credentials go only to an instance isx stamped itself (Incus `user.*` keys, which only
  * the host can write: the guest API is read-only) whose every NIC is pinned: a fixed
  * address with `security.ipv4_filtering`, `security.ipv6_filtering` and
- * `security.mac_filtering`, and a MAC Incus chose (`volatile.<nic>.hwaddr`), so no other
- * guest can send as it. Then: an instance (`type=instance`) of a template built from
+ * `security.mac_filtering`, and a MAC Incus chose (`volatile.<nic>.hwaddr`): its filters keep
+ * it from sending as anyone else, and the proxy's bridge guard (proxy/guard.ts) keeps every
+ * other port from sending as it. Then: an instance (`type=instance`) of a template built from
  * trusted layers only (`trusted=true`, a build id) gets every credential; a build container
  * (`type=build`, `trusted=true`) gets the namespaces its definition declares
  * (`credentials=github,…`); everything else gets none, its placeholders relayed untouched.

@@ -18,7 +18,7 @@ import { relayConnection, type RelayDeps } from "./relay.ts";
 import { interceptHandler } from "./server.ts";
 import type { Leaf, LeafCache } from "./leaf_cache.ts";
 import { listenTlsSni, resolverOf, sniSupported } from "./sni.ts";
-import { publicGuard, type Resolver } from "./egress_guard.ts";
+import type { Guard } from "./egress_guard.ts";
 import { serveGuardedConnector } from "./egress_connect.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
 import { type Gate, serveConns, type Served } from "./accept.ts";
@@ -37,10 +37,15 @@ function serveRelay(
   pool: UpstreamPool,
   gate: Gate | undefined,
 ): Served {
-  // A refused guest is closed as soon as Deno hands its connection over (handshake done).
-  return serveConns(listener, (conn) => relayConnection(conn, deps, pool), "TLS listener", {
-    gate,
-  });
+  // A refused guest is closed at once (Deno may already be doing its handshake).
+  return serveConns(
+    listener,
+    (conn, stop) => relayConnection(conn, deps, pool, stop),
+    "TLS listener",
+    {
+      gate,
+    },
+  );
 }
 
 function listenTls(
@@ -84,7 +89,7 @@ export async function serveIntercept(
     deps: InterceptDeps & { handoff: Handoff };
     upstreamCaCerts?: string[] | undefined;
     /** Connect to upstream host names only at public addresses this resolver gives (egress). */
-    publicOnly?: Resolver;
+    guard?: Guard;
     /** Admits guest connections (the per-instance cap). */
     gate?: Gate;
   },
@@ -93,8 +98,8 @@ export async function serveIntercept(
   const certs = (await sniSupported(o.ca)) ? o.leaves : await o.leaves.all();
   const abort = new AbortController();
   // Egress: the Deno.serve path's fetch and WebSocket connect only where the guard allows.
-  const connector = o.publicOnly
-    ? serveGuardedConnector(publicGuard(o.publicOnly), {
+  const connector = o.guard
+    ? serveGuardedConnector(o.guard, {
       ...(o.deps.limits ? { limits: o.deps.limits } : {}),
       ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
     })
@@ -112,7 +117,7 @@ export async function serveIntercept(
   }, interceptHandler(handlerDeps, (): number => slow.addr.port));
   const pool = new UpstreamPool({
     ...(o.upstreamCaCerts ? { caCerts: o.upstreamCaCerts } : {}),
-    ...(o.publicOnly ? { publicOnly: o.publicOnly } : {}),
+    ...(o.guard ? { guard: o.guard } : {}),
   });
   const deps: RelayDeps = {
     ...o.deps,

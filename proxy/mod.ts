@@ -40,8 +40,11 @@ export {
 export {
   ACCOUNT_KEYS,
   ACCOUNT_NAME_RE,
+  type AccountCatalogue,
   type AccountChoices,
   canonicalKey,
+  catalogueAccounts,
+  type CatalogueEntry,
   NAMESPACE_KEYS,
   parseAccountPairs,
   resolveAccount,

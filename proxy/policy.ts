@@ -24,7 +24,13 @@
  */
 
 import type { ModelProvider } from "./activity.ts";
-import { type AccountChoices, type Namespace, resolveAccount } from "./accounts.ts";
+import {
+  type AccountCatalogue,
+  accountCatalogue,
+  type AccountChoices,
+  type Namespace,
+  resolveAccount,
+} from "./accounts.ts";
 import type {
   AnthropicAccount,
   Credentials,
@@ -175,6 +181,11 @@ export class Policy {
   covers(host: string): boolean {
     const h = hostOnly(host);
     return this.#dnsNames.some((d) => h === d || h.endsWith(`.${d}`));
+  }
+
+  /** The accounts by namespace: names, kinds and defaults, never values (`GET /accounts`). */
+  accountCatalogue(): AccountCatalogue {
+    return accountCatalogue(this.#creds);
   }
 
   /** Every real value (for scrubbing). */

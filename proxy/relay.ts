@@ -103,13 +103,15 @@ class Session {
   readonly #pool: UpstreamPool;
   readonly #writer = new BodyWriter();
   readonly #limits: ProxyLimits;
+  readonly #stopping: AbortSignal | undefined;
 
-  constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool) {
+  constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool, stopping?: AbortSignal) {
     this.#guest = guest;
     this.#g = new ConnReader(guest);
     this.#deps = deps;
     this.#pool = pool;
     this.#limits = deps.limits ?? DEFAULT_LIMITS;
+    this.#stopping = stopping;
   }
 
   /** Closes the connection unless `p` settles within `ms`. */
@@ -216,7 +218,10 @@ class Session {
       first.set(this.#g.view(), text.length);
       this.#g.consume(this.#g.buffered);
       await writeAll(inner, first);
-      await pipeConns(this.#guest, inner, { idleMs: this.#limits.streamIdleMs });
+      await pipeConns(this.#guest, inner, {
+        idleMs: this.#limits.streamIdleMs,
+        signal: this.#stopping,
+      });
     } finally {
       this.#deps.handoff.delete(this.#deps.slowPort, local);
     }
@@ -386,6 +391,7 @@ export function relayConnection(
   conn: Deno.Conn,
   deps: RelayDeps,
   pool: UpstreamPool,
+  stopping?: AbortSignal,
 ): Promise<void> {
-  return new Session(conn, deps, pool).run();
+  return new Session(conn, deps, pool, stopping).run();
 }

@@ -188,6 +188,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       health,
       caPem: opts.ca.certPem,
       hostAddresses,
+      accounts: () => opts.policy.accountCatalogue(),
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
       ...(opts.dump ? { dump: opts.dump } : {}),
     });

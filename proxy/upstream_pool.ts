@@ -13,7 +13,7 @@
 import { IsbError } from "../rpc/mod.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { UpstreamOrigin } from "./upstream.ts";
-import { egressAddress, type Resolver } from "./egress_guard.ts";
+import { type Guard, guardedAddresses } from "./egress_guard.ts";
 
 /** How long an unused upstream connection is kept. */
 export const IDLE_MS = 60_000;
@@ -49,17 +49,17 @@ export class UpstreamPool {
   readonly #idle = new Map<string, Idle[]>();
   readonly #open = new Set<Deno.Conn>();
   readonly #caCerts: string[] | undefined;
-  readonly #resolve: Resolver | undefined;
+  readonly #guard: Guard | undefined;
   #closed = false;
 
   /**
    * Creates it; `caCerts` are trusted besides the system's (tests and benchmarks). With
-   * `publicOnly`, a host name is resolved with it and connected to only at a public address
+   * `guard`, a host name is resolved by it and connected to only at an address it allows
    * (proxy/egress_guard.ts); test overrides are exempt.
    */
-  constructor(opts: { caCerts?: string[]; publicOnly?: Resolver } = {}) {
+  constructor(opts: { caCerts?: string[]; guard?: Guard } = {}) {
     this.#caCerts = opts.caCerts;
-    this.#resolve = opts.publicOnly;
+    this.#guard = opts.guard;
   }
 
   /** An idle connection for `key` (unless `fresh` is asked), else a new one to `origin`. */
@@ -78,8 +78,8 @@ export class UpstreamPool {
     }
     if (list) this.#idle.delete(key);
     if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
-    const address = this.#resolve && !origin.overridden
-      ? await egressAddress(origin.hostname, this.#resolve)
+    const address = this.#guard && !origin.overridden
+      ? (await guardedAddresses(origin.hostname, this.#guard))[0]!
       : origin.hostname;
     if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
     const tcp = await Deno.connect({ hostname: address, port: origin.port });

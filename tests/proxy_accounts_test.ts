@@ -357,3 +357,24 @@ Deno.test("proxy runs the token command again after Vertex answers 401", async (
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("proxy lists account names, kinds and defaults on GET /accounts, never values", async () => {
+  const env = await setup([]);
+  try {
+    const res = await fetch(`http://127.0.0.1:${env.proxy.addrs.health[0]!.port}/accounts`);
+    equal(res.status, 200);
+    const text = await res.text();
+    assertEquals(JSON.parse(text).anthropic, {
+      default: null,
+      accounts: [
+        { name: "key", kind: "api_key" },
+        { name: "key2", kind: "api_key" },
+        { name: "sub", kind: "oauth" },
+        { name: "gcp", kind: "vertex" },
+      ],
+    });
+    for (const v of ["REAL", "my-proj", "eval"]) ok(!text.includes(v), v);
+  } finally {
+    await env.close();
+  }
+});

@@ -192,3 +192,51 @@ Deno.test("forward proxy connects to the address it checked, and a failure answe
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("proxy stops while a tunnel's upstream stays open after the guest half-closed", async () => {
+  const dir = await Deno.makeTempDir();
+  const callers = new PortCallers();
+  callers.instances = [A];
+  // An upstream that accepts and then never says or closes anything.
+  const quiet = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const c of quiet) held.push(c);
+  })();
+  const proxy = await startProxy({
+    listen: {
+      tls: { hostname: "127.0.0.1", port: 0 },
+      forward: { hostname: "127.0.0.1", port: 0 },
+      health: [],
+    },
+    policy: new Policy(emptyCredentials()),
+    ca: await loadCa(`${dir}/ca`),
+    clients: callers,
+    allowLoopbackTargets: true,
+  });
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: proxy.addrs.forward.port });
+    callers.byPort.set((conn.localAddr as Deno.NetAddr).port, A);
+    const t = `127.0.0.1:${(quiet.addr as Deno.NetAddr).port}`;
+    await conn.write(new TextEncoder().encode(`CONNECT ${t} HTTP/1.1\r\nhost: ${t}\r\n\r\n`));
+    const buf = new Uint8Array(256);
+    ok(dec.decode(buf.subarray(0, (await conn.read(buf))!)).startsWith("HTTP/1.1 200"));
+    await conn.closeWrite();
+    await new Promise((r) => setTimeout(r, 100)); // the proxy passes the half-close on
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      proxy.close(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new TypeError("proxy.close() hung on the tunnel")), 10_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    conn.close();
+  } finally {
+    // The upstream's end first: a proxy.close() that hung above can finish now.
+    quiet.close();
+    await accepting.catch(() => {});
+    for (const c of held) c.close();
+    await proxy.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -27,6 +27,8 @@ export {
   agentRunnerArgv,
   type AgentRunnerFile,
   agentRunScript,
+  type DiffCommand,
+  diffRunnerArgv,
   type RunnerPlace,
 } from "./argv.ts";
 export { opencodeModel } from "./opencode.ts";

@@ -21,9 +21,12 @@
  */
 
 import { lines } from "../../rpc/mod.ts";
-import type { Session, TaskChange } from "../session/mod.ts";
+import type { TaskChange } from "../session/mod.ts";
+import type { McpServer, ServeOptions } from "./types.ts";
+
+export type { McpServer, ServeOptions } from "./types.ts";
 import { callTool, ProtocolFault, supportsTasks, toolList } from "../tools/mod.ts";
-import { COORDINATE, INSTRUCTIONS } from "./prompt.ts";
+import { COORDINATE_PROMPT, coordinateMessages, INSTRUCTIONS } from "./prompt.ts";
 import { McpTasks } from "./tasks.ts";
 import {
   capabilities,
@@ -47,30 +50,6 @@ import {
   TASKS_EXT,
   wantsTaskChanges,
 } from "./wire.ts";
-
-/** Options of {@link serveMcp}. */
-export interface ServeOptions {
-  /** stdin. */
-  input: ReadableStream<Uint8Array>;
-  /** stdout: one JSON message per line, nothing else. */
-  output: WritableStream<Uint8Array>;
-  /** The session (its deps carry the Incus client, config, clock). */
-  session: Session;
-  /** How long cancelled calls get to wind down at the end (default 10 s). */
-  windDownMs?: number;
-  /** Starts the task watcher; called while someone listens; returns its stop. */
-  startWatcher?: () => () => void;
-  /** Runs after the first `initialize` answer (the orphan sweep). */
-  afterInitialize?: () => void;
-}
-
-/** A running server. */
-export interface McpServer {
-  /** Resolves once input ended, calls wound down and the session released its instances. */
-  readonly finished: Promise<void>;
-  /** Ends as end of input does (SIGTERM). */
-  shutdown(): Promise<void>;
-}
 
 /** Serves MCP until input ends. */
 export function serveMcp(o: ServeOptions): McpServer {
@@ -100,6 +79,12 @@ export function serveMcp(o: ServeOptions): McpServer {
   const subs = new Map<string, { id: Id; filter: TaskFilter }>();
   let stopWatcher: (() => void) | undefined;
   const mcpTasks = new McpTasks(s);
+  let started = false;
+  const sessionStart = () => {
+    if (started) return;
+    started = true;
+    o.onSessionStart?.();
+  };
 
   const syncWatcher = () => {
     const want = handshakeWantsChanges || subs.size > 0;
@@ -186,6 +171,7 @@ export function serveMcp(o: ServeOptions): McpServer {
     }
     const info = metaOf(params)[META.clientInfo] as { name?: unknown } | undefined;
     if (modern && typeof info?.name === "string") s.clientName = info.name;
+    if (modern) sessionStart();
     switch (method) {
       case "initialize": {
         const p = params as {
@@ -204,7 +190,7 @@ export function serveMcp(o: ServeOptions): McpServer {
           // started only after the answer is on its way (§9)
           handshakeWantsChanges = wantsTaskChanges(caps as Record<string, unknown>);
           syncWatcher();
-          o.afterInitialize?.();
+          sessionStart();
         });
         return;
       }
@@ -227,22 +213,12 @@ export function serveMcp(o: ServeOptions): McpServer {
         toolCall(id, params, modern);
         return;
       case "prompts/list":
-        cacheable(id, {
-          prompts: [{
-            name: "coordinate",
-            description: "The loop for coordinating work across isx instances",
-          }],
-        }, modern);
+        cacheable(id, { prompts: [COORDINATE_PROMPT] }, modern);
         return;
       case "prompts/get":
-        if (params.name !== "coordinate") {
+        if (params.name !== COORDINATE_PROMPT.name) {
           fail(id, RPC.invalidParams, `unknown prompt: ${JSON.stringify(params.name)}`);
-          return;
-        }
-        reply(id, {
-          description: "The loop for coordinating work across isx instances",
-          messages: [{ role: "user", content: { type: "text", text: COORDINATE } }],
-        }, modern);
+        } else reply(id, coordinateMessages(), modern);
         return;
       case "subscriptions/listen": {
         const filter = taskFilter(params.notifications);

@@ -27,3 +27,17 @@ export const COORDINATE = `You coordinate work across isx instances. The loop:
 7. After a restart: list_instances, then adopt_instance what you held (or repeat your keyed calls).
 
 Delegation to an agent inside an instance (delegate, send_message, get_diff) is listed but not available in this release; it refuses until it is.`;
+
+/** The `prompts/list` entry. */
+export const COORDINATE_PROMPT = {
+  name: "coordinate",
+  description: "The loop for coordinating work across isx instances",
+} as const;
+
+/** The `prompts/get` result. */
+export function coordinateMessages(): Record<string, unknown> {
+  return {
+    description: COORDINATE_PROMPT.description,
+    messages: [{ role: "user", content: { type: "text", text: COORDINATE } }],
+  };
+}

@@ -8,12 +8,12 @@
  */
 
 const SECRETS: RegExp[] = [
+  /Bearer\s+[A-Za-z0-9._~+/=-]+/g, // before the header rule, which would keep the token
   /sk-ant-[A-Za-z0-9_-]+/g,
   /sk-(proj-)?[A-Za-z0-9_-]{16,}/g,
   /gh[pousr]_[A-Za-z0-9]{20,}/g,
   /github_pat_[A-Za-z0-9_]{20,}/g,
   /(authorization|x-api-key|api[_-]?key|token|password|secret)(["']?\s*[:=]\s*["']?)[^\s"',]+/gi,
-  /Bearer\s+[A-Za-z0-9._~+/=-]+/g,
 ];
 
 /** Removes credential-looking values and control characters; at most 500 characters (pure). */

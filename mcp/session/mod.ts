@@ -12,3 +12,4 @@ export * from "./identity.ts";
 export * from "./types.ts";
 export * from "./session.ts";
 export { engineTasks } from "./tasks.ts";
+export { sweepOrphans, type SweepOutcome } from "./sweep.ts";

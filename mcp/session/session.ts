@@ -56,6 +56,8 @@ export interface TaskService {
   cancel(s: Session, instance: string, ids: string[]): Promise<void>;
   /** Registers the task records an instance holds; returns their ids. */
   adopt(s: Session, instance: string): Promise<string[]>;
+  /** The state of every task an instance records (the sweep's "in use"). */
+  listStates(instance: string): Promise<string[]>;
   /** Starts polling the session's tasks for changes; returns the stop. */
   watch(s: Session): () => void;
 }

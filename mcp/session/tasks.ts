@@ -170,6 +170,10 @@ export function engineTasks(engine: TaskEngine): TaskService {
       return listing.map((l) => l.task_id);
     },
 
+    async listStates(instance) {
+      return (await engine.list(instance)).map((l) => l.state);
+    },
+
     watch(s) {
       watcher = new TaskWatcher({
         source: engine,

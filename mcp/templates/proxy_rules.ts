@@ -85,23 +85,36 @@ function toolFiles(dir: string): string[] {
 
 /**
  * Reads the tools of the user layer and the search paths (a later layer's tool replaces an
- * earlier one of the same name, as for builds) and returns their rules.
+ * earlier one of the same name, as for builds) and returns their rules. A directory that
+ * cannot be read or holds an invalid tool is skipped whole and reported to `onSkip` when
+ * given (else the error is thrown), so one bad search path does not cost the others.
  */
 export function loadToolProxyRules(
   dirs: { configDir: string; searchPaths?: readonly string[] },
+  onSkip?: (dir: string, error: Error) => void,
 ): ToolProxyRule[] {
   const tools = new Map<string, { def: ToolDef; file: string }>();
   for (const dir of [dirs.configDir, ...(dirs.searchPaths ?? [])]) {
-    for (const file of toolFiles(dir)) {
-      let text: string;
-      try {
-        text = Deno.readTextFileSync(file);
-      } catch (e) {
-        throw new IsbError("io", `read tool "${file}": ${(e as Error).message}`);
+    const layer = new Map<string, { def: ToolDef; file: string }>();
+    try {
+      for (const file of toolFiles(dir)) {
+        let text: string;
+        try {
+          text = Deno.readTextFileSync(file);
+        } catch (e) {
+          throw new IsbError("io", `read tool "${file}": ${(e as Error).message}`);
+        }
+        const def = parseTool(file, parseYamlText(file, text), file.replace(/^.*\/|\.ya?ml$/g, ""));
+        layer.set(def.name, { def, file });
       }
-      const def = parseTool(file, parseYamlText(file, text), file.replace(/^.*\/|\.ya?ml$/g, ""));
-      tools.set(def.name, { def, file });
+      // Checked per layer too, so a bad ${key} skips its layer, not every rule.
+      toolProxyRules([...layer.values()]);
+    } catch (e) {
+      if (!onSkip) throw e;
+      onSkip(dir, e as Error);
+      continue;
     }
+    for (const [name, t] of layer) tools.set(name, t);
   }
   return toolProxyRules([...tools.values()]);
 }

@@ -104,3 +104,31 @@ Deno.test("loadToolProxyRules reads user and search-path tools only; a project t
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("loadToolProxyRules skips a bad layer whole when asked, keeping the others", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/user/tools`, { recursive: true });
+    await Deno.mkdir(`${dir}/bad/tools`, { recursive: true });
+    await Deno.writeTextFile(
+      `${dir}/user/tools/a.yaml`,
+      'configuration: { t: OK }\nproxy:\n  - { domain: a.svc.dev, bearer: "${t}" }\n',
+    );
+    await Deno.writeTextFile(
+      `${dir}/bad/tools/b.yaml`,
+      'proxy:\n  - { domain: b.svc.dev, bearer: "${missing}" }\n',
+    );
+    const skipped: string[] = [];
+    const rules = loadToolProxyRules(
+      { configDir: `${dir}/user`, searchPaths: [`${dir}/bad`, `${dir}/absent`] },
+      (d) => skipped.push(d),
+    );
+    assert.deepEqual(rules.map((r) => r.domain), ["a.svc.dev"]);
+    assert.deepEqual(skipped, [`${dir}/bad`]);
+    assert.throws(() =>
+      loadToolProxyRules({ configDir: `${dir}/user`, searchPaths: [`${dir}/bad`] })
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

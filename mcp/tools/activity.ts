@@ -39,6 +39,7 @@ const activity = tool({
     traffic_websockets_in_flight: N,
     traffic_last_request_at: z.string().optional(),
     traffic_last_response_at: z.string().optional(),
+    refused: N,
   }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s }) {

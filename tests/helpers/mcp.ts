@@ -78,7 +78,7 @@ export async function connect(
     args,
     env,
     cwd: home.dir,
-    stderr: "pipe",
+    stderr: "inherit",
   });
   const client = new Client({ name: "isx-test", version: "1.0.0" }, {
     capabilities: opts.experimental ? { experimental: { "isx/task_changed": {} } } : {},

@@ -24,6 +24,8 @@ import {
   type AgentEvent,
   type AgentName,
   agentRunScript,
+  type DiffResult,
+  diffRunnerArgv,
   readAgentRunnerFile,
 } from "../../guest/mod.ts";
 import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
@@ -44,6 +46,8 @@ const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser"
 const SCRIPTS = "/opt/isx-runner";
 const BRIDGE = "incusbr0";
 const CA_PATH = "/usr/local/share/ca-certificates/isx-proxy.crt";
+/** The tasks' working directory in the guest (a git repository). */
+export const PROJECT = "/home/agentuser/proj";
 
 /** A finished (or stopped) run as the guest recorded it. */
 export interface LabRun {
@@ -164,7 +168,7 @@ export class AgentsLab implements AsyncDisposable {
       async () =>
         await this.incus.pushFile(this.name, CA_PATH, ca.certPem, { step: "push CA", mode: 0o644 }),
     );
-    await this.root(`mkdir -p ${SCRIPTS}/agents`);
+    await this.root(`mkdir -p ${SCRIPTS}/agents ${SCRIPTS}/diff`);
     for (const f of AGENT_RUNNER_FILES) {
       await this.incus.pushFile(this.name, `${SCRIPTS}/${f}`, await readAgentRunnerFile(f), {
         step: `push ${f}`,
@@ -212,6 +216,12 @@ export class AgentsLab implements AsyncDisposable {
     const o = `https://${this.domains.openai}:${this.tlsPort}/v1`;
     const h = AGENT.home;
     await this.user(`mkdir -p ${h}/.codex ${h}/.pi/agent ${h}/.config/opencode`);
+    // the tasks' working directory: a repository, so get_diff has something to compare
+    const git = await this.user(
+      `mkdir -p ${PROJECT} && cd ${PROJECT} && git init -q && echo base > README && git add . && ` +
+        `git -c user.name=t -c user.email=t@t commit -qm base`,
+    );
+    equal(git.exitCode, 0, git.stderr);
     await this.#push(
       `${h}/.codex/config.toml`,
       `model = "gpt-5.5"\nmodel_provider = "isxtest"\ncheck_for_update_on_startup = false\n` +
@@ -259,7 +269,7 @@ export class AgentsLab implements AsyncDisposable {
     const dir = this.taskDir(task);
     await this.user(`mkdir -p ${dir}`);
     await this.#push(`${dir}/prompt-${run}.md`, prompt);
-    if (run === 1) await this.#push(`${dir}/cwd`, `${AGENT.home}\n`);
+    if (run === 1) await this.#push(`${dir}/cwd`, `${PROJECT}\n`);
     for (const [name, text] of Object.entries(files)) await this.#push(`${dir}/${name}`, text);
   }
 
@@ -274,6 +284,7 @@ export class AgentsLab implements AsyncDisposable {
       agent,
       home: AGENT.home,
       task,
+      cwd: PROJECT,
     });
     await this.#push(`${dir}/run-${run}.sh`, script);
     const r = await execRecorded(this.incus, this.name, ["bash", `${dir}/run-${run}.sh`], {
@@ -309,6 +320,23 @@ export class AgentsLab implements AsyncDisposable {
       if (isNotFound(e)) return undefined;
       throw e;
     }
+  }
+
+  /** Runs get_diff's guest half for a task as the host would; its JSON answer. */
+  async diff(task: string, cmd: { path?: string; stat?: boolean; maxBytes?: number } = {}) {
+    const argv = diffRunnerArgv({
+      deno: "/usr/local/bin/deno",
+      scripts: SCRIPTS,
+      dir: this.taskDir(task),
+    }, { sub: "diff", ...cmd });
+    const r = await execRecorded(this.incus, this.name, argv, {
+      step: `diff ${task}`,
+      user: AGENT,
+      env: this.runEnv(),
+      cwd: AGENT.home,
+    });
+    equal(r.exitCode, 0, r.stdout + r.stderr);
+    return JSON.parse(r.stdout) as DiffResult;
   }
 
   /** Reads a run's files back. */

@@ -11,7 +11,14 @@ import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
-import { ensureCa, incusSource, parseCredentials, Policy } from "../../proxy/mod.ts";
+import {
+  ensureCa,
+  incusSource,
+  loadCa,
+  parseCredentials,
+  Policy,
+  startProxy,
+} from "../../proxy/mod.ts";
 
 const CREDS = `
 anthropic:
@@ -72,7 +79,8 @@ Deno.test({
         let r = await home.isx(["proxy", "account", "set", inst, "anthropic=other"]);
         assert.equal(r.code, 0, r.stderr);
         assert.match(r.stdout, /claude=other/);
-        r = await home.isx(["proxy", "account", "list", "--json"]);
+        // No proxy at that address: nothing is resolved (the next step starts one).
+        r = await home.isx(["proxy", "account", "list", "--json", "--url", "http://127.0.0.1:9"]);
         assert.equal(r.code, 0, r.stderr);
         const row = (JSON.parse(r.stdout) as { instance: string }[]).find((x) =>
           x.instance === inst
@@ -82,6 +90,7 @@ Deno.test({
           template: tpl,
           pins: { claude: "other", github: "me" },
           template_accounts: { claude: "work" },
+          resolved: null,
         });
         r = await home.isx(["proxy", "account", "set", tpl, "claude=x"]);
         assert.notEqual(r.code, 0);
@@ -89,6 +98,48 @@ Deno.test({
         r = await home.isx(["proxy", "account", "set", `${p}-missing`, "claude=x"]);
         assert.notEqual(r.code, 0);
         assert.match(r.stderr, /no such instance/);
+      });
+
+      await t.step("isx proxy account list shows what a running proxy resolves", async () => {
+        const ca = await loadCa(`${home.root}/list-ca`);
+        const proxy = await startProxy({
+          listen: {
+            tls: { hostname: "127.0.0.1", port: 0 },
+            forward: { hostname: "127.0.0.1", port: 0 },
+            health: [{ hostname: "127.0.0.1", port: 0 }],
+          },
+          policy: new Policy(parseCredentials(CREDS)),
+          ca,
+          clients: { identify: () => Promise.resolve(undefined), known: () => [] },
+        });
+        try {
+          const url = `http://127.0.0.1:${proxy.addrs.health[0]!.port}`;
+          let r = await home.isx(["proxy", "account", "list", "--json", "--url", url]);
+          assert.equal(r.code, 0, r.stderr);
+          let row = (JSON.parse(r.stdout) as { instance: string; resolved: unknown }[])
+            .find((x) => x.instance === inst)!;
+          assert.deepEqual(row.resolved, {
+            claude: { account: "other", kind: "api_key", source: "pin" },
+            openai: null,
+            github: { account: "me", kind: "token", source: "pin" },
+          });
+          r = await home.isx(["proxy", "account", "set", inst, "claude=sub"]);
+          assert.equal(r.code, 0, r.stderr);
+          r = await home.isx(["proxy", "account", "list", "--url", url]);
+          assert.equal(r.code, 0, r.stderr);
+          assert.match(
+            r.stdout,
+            new RegExp(`${inst}: claude: account "sub" for anthropic uses oauth`),
+          );
+          r = await home.isx(["proxy", "account", "set", inst, "claude=other"]);
+          assert.equal(r.code, 0, r.stderr);
+          r = await home.isx(["proxy", "account", "list", "--json", "--url", "http://127.0.0.1:9"]);
+          row = (JSON.parse(r.stdout) as { instance: string; resolved: unknown }[])
+            .find((x) => x.instance === inst)!;
+          assert.equal(row.resolved, null, "no proxy: nothing resolved");
+        } finally {
+          await proxy.close();
+        }
       });
 
       await t.step(

@@ -11,7 +11,14 @@
 import assert from "node:assert/strict";
 import { NO_INCUS } from "../helpers/live.ts";
 import type { AgentEvent, AgentName, ResultEvent } from "../../guest/mod.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, type LabRun, REAL } from "./_agents_lab.ts";
+import {
+  AGENTS_TEMPLATE,
+  AgentsLab,
+  haveTemplate,
+  type LabRun,
+  PROJECT,
+  REAL,
+} from "./_agents_lab.ts";
 import { MOCK_USAGE } from "../fakes/mock_model.ts";
 
 // ISX_TEST_RUNNER_AGENTS=codex,pi narrows the per-agent steps (while working on one agent)
@@ -63,6 +70,14 @@ function assertInjected(lab: AgentsLab, agent: AgentName, from: number) {
   }
 }
 
+/** The model override each task asks for (opencode's bare id gets its config's provider). */
+const MODEL: Record<AgentName, string> = {
+  claude: "claude-haiku-4-5",
+  codex: "gpt-5.4",
+  pi: "claude-haiku-4-5",
+  opencode: "claude-haiku-4-5",
+};
+
 const FIGURES: Record<AgentName, (r: ResultEvent) => void> = {
   claude(r) {
     assert.equal(r.num_turns, 2);
@@ -96,12 +111,13 @@ Deno.test({
     await using lab = await AgentsLab.open();
     for (const agent of ONLY) {
       const task = `t1-${agent}`;
-      const out = `/home/agentuser/out-${agent}.txt`;
+      const out = `${PROJECT}/out-${agent}.txt`;
       await t.step(`${agent}: run 1 writes ${out} with its own tool and reports`, async () => {
         const mock = agent === "codex" ? lab.openai : lab.anthropic;
         const before = mock.modelCalls().length;
         await lab.prepare(task, 1, `Please do this. MOCK_WRITE_FILE ${out} hello-${agent}\n`, {
           "brief.md": "You are a delegate of a coordinator on the host.\n",
+          model: `${MODEL[agent]}\n`, // the task's model override
         });
         const r = await lab.run(agent, task, 1);
         const res = result(r);
@@ -116,12 +132,32 @@ Deno.test({
         assert.equal(res.session_id, r.session);
         FIGURES[agent](res);
         assertInjected(lab, agent, before);
+        const diff = await lab.diff(task);
+        assert.equal(diff.repos.length, 1);
+        assert.equal(diff.repos[0]!.repo, PROJECT);
+        assert.deepEqual(
+          diff.repos[0]!.files.find((f) => f.path === `out-${agent}.txt`),
+          { path: `out-${agent}.txt`, added: 1, deleted: 0 },
+          "get_diff shows the file the agent wrote",
+        );
+        assert.match(diff.patch ?? "", new RegExp(`\\+hello-${agent}`));
+        const status = await lab.user(
+          `cd ${PROJECT} && git status --porcelain && git diff --cached`,
+        );
+        assert.ok(!status.stdout.includes("A "), "the repository's own index is untouched");
         if (agent === "codex") {
           assert.ok(
             mock.modelCalls().slice(before).every((c) => c.via === "websocket"),
             "codex spoke the Responses API over a WebSocket through the proxy",
           );
         }
+        const wanted = MODEL[agent].replace(/^anthropic\//, "");
+        assert.ok(
+          mock.modelCalls().slice(before).every((c) => c.json?.model === wanted),
+          `${agent} asked for the override ${wanted}: ${
+            mock.modelCalls().slice(before).map((c) => c.json?.model)
+          }`,
+        );
         assert.ok(
           mock.modelCalls().slice(before).some((c) => c.body.includes("You are a delegate")),
           `${agent}: the brief reached the model: ${

@@ -19,6 +19,7 @@ import {
   execRecorded,
   GUEST_CA_PATH,
   readStamps,
+  repairGuestCa,
   SLOW_DAEMON_MS,
   STAMP,
   stampConfig,
@@ -26,6 +27,7 @@ import {
   waitForRun,
 } from "../../mcp/mod.ts";
 import { ensureCa } from "../../proxy/mod.ts";
+import { certFingerprint, createCa } from "../../proxy/ca.ts";
 import { bootMethod } from "../../cli/proxy_install.ts";
 
 /** Runs openssl's TLS handshake from the guest to the proxy, verifying with its trust store. */
@@ -230,6 +232,12 @@ Deno.test({
           const js = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
           assert.equal(js.drift.kind, "restart");
           assert.equal(await exists(c, `${p}-x`), false);
+          const shell = await isx(["shell", loose], 7);
+          assert.match(shell.stderr, /open a shell in .*isx proxy restart \(or --no-preflight\)/);
+          // a credentials file made readable by others: the proxy says so, never the values
+          Deno.chmodSync(creds, 0o644);
+          const auth = JSON.parse((await isx(["proxy", "status", "--json"], 0)).stdout);
+          assert.match(auth.health.authError, /mode 0644 is wider than 0600/);
         },
       );
     } finally {
@@ -360,6 +368,55 @@ Deno.test({
     } finally {
       await home.isx(["proxy", "stop"]);
       await c.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+      c.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "CA repair reads no planted giant bundle or linked certificate from the guest",
+  ignore: NO_INCUS,
+  async fn() {
+    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const name = testName("fhca");
+    const [a, b] = [await createCa(), await createCa()];
+    try {
+      await c.createInstance({
+        name,
+        type: "container",
+        source: { type: "image", alias: LIVE_IMAGE },
+        start: true,
+      }, { step: `create ${name}` });
+      await waitForRun(c, name);
+      await c.pushFile(name, GUEST_CA_PATH, a.certPem, { step: "CA", uid: 0, gid: 0, mode: 0o644 });
+      const sh = (script: string) =>
+        execRecorded(c, name, ["sh", "-c", script], {
+          step: "guest",
+          env: { TMPDIR: "/var/tmp" },
+        });
+      assert.equal((await sh("update-ca-certificates >/dev/null")).exitCode, 0);
+      // root in the guest: a 64 MiB bundle and the CA file a link to it
+      const plant = await sh(
+        "head -c 67108864 /dev/zero > /etc/ssl/certs/ca-certificates.crt && " +
+          `ln -sf /etc/ssl/certs/ca-certificates.crt ${GUEST_CA_PATH}`,
+      );
+      assert.equal(plant.exitCode, 0, plant.stderr);
+      await repairGuestCa(c, name, {
+        pem: b.certPem,
+        fingerprint: await certFingerprint(b.certPem),
+      });
+      // the fallback ran in the guest: a real bundle again, trusting the new CA
+      const check = await sh(
+        `wc -c < /etc/ssl/certs/ca-certificates.crt; ` +
+          `openssl verify -CAfile /etc/ssl/certs/ca-certificates.crt ${GUEST_CA_PATH}`,
+      );
+      const [size, verdict] = check.stdout.trim().split("\n");
+      assert.ok(Number(size) < 4 * 1024 * 1024, `bundle of ${size} bytes`);
+      assert.match(verdict ?? "", /: OK$/);
+      const stamp = readStamps((await c.getInstance(name)).value.config)[STAMP.caFingerprint];
+      assert.equal(stamp, await certFingerprint(b.certPem));
+    } finally {
+      await removeInstance(c, name);
       c.close();
     }
   },

@@ -53,11 +53,10 @@ function home(extra = ""): McpHome {
 }
 
 async function cleanup(incus: IncusClient, h: McpHome): Promise<void> {
-  const owner = String(Deno.uid());
   for (const i of await incus.listInstances()) {
     const s = readStamps(i.config);
-    // only what this file's servers made: their session stamps name a pid under this test
-    if (s["mcp-owner"] === owner && s["mcp-cwd"] === h.dir) await removeInstance(incus, i.name);
+    // only what this test's servers made: their owner names this test's state dir
+    if (s["mcp-owner"]?.endsWith(`:${h.stateDir}`)) await removeInstance(incus, i.name);
   }
 }
 
@@ -427,6 +426,67 @@ Deno.test({
         await call(c, "destroy_instance", { instance: String(r.instance) });
       } finally {
         await c.close();
+      }
+    } finally {
+      await cleanup(incus, h);
+      incus.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "the orphan sweep of a new session destroys an idle orphan past its grace, spares one with a running task and a kept one; kept refuses adoption and its key",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = home("orphan-grace-hours: 0\n");
+    const exists = async (n: string) => (await incus.listInstances()).some((i) => i.name === n);
+    try {
+      const a = await connect(h, "legacy", { extra: NP });
+      let idle = "", busy = "", kept = "";
+      try {
+        idle = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "idle" })).instance,
+        );
+        busy = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "busy" })).instance,
+        );
+        kept = String(
+          sc(
+            await call(a, "create_instance", {
+              template: TEMPLATE,
+              name_hint: "kept",
+              idempotency_key: "kept-key",
+            }),
+          ).instance,
+        );
+        await call(a, "exec", { instance: busy, command: "sleep 600", background: true });
+        assert.equal(sc(await call(a, "keep_instance", { instance: kept })).instance, kept);
+      } finally {
+        await a.close();
+      }
+      const b = await connect(h, "legacy", { extra: NP });
+      try {
+        await until(
+          "the idle orphan destroyed",
+          async () => (await exists(idle)) ? undefined : true,
+          120_000,
+        );
+        assert.ok(await exists(busy), "an orphan with a running task is in use");
+        assert.ok(await exists(kept), "a kept instance is never reaped");
+        const log = await Deno.readTextFile(`${h.stateDir}/mcp/mcp.log`);
+        assert.match(log, new RegExp(`tool=reap-orphans instance=${idle} outcome=destroyed`));
+        const adoptKept = await call(b, "adopt_instance", { instance: kept });
+        assert.equal(refusal(adoptKept), "refused");
+        const keyed = await call(b, "create_instance", {
+          template: TEMPLATE,
+          idempotency_key: "kept-key",
+        });
+        assert.equal(refusal(keyed), "refused");
+        assert.match(text(keyed), /keep_instance/);
+      } finally {
+        await b.close();
       }
     } finally {
       await cleanup(incus, h);

@@ -219,17 +219,24 @@ Deno.test({
         equal((await curl(`secret-${a}`)).out, "200");
       });
 
-      await t.step("/activity from inside an instance is 404; the host gets it", async () => {
-        const health = proxy!.addrs.health[0]!.port;
-        const r = await sh(
-          incus,
-          a,
-          `curl -sS -o /dev/null -w '%{http_code}' http://${gateway}:${health}/activity`,
-        );
-        equal(r.out, "404");
-        const host = await fetch(`http://${gateway}:${health}/health`);
-        equal((await host.json()).caFingerprint, ca.fingerprint);
-      });
+      await t.step(
+        "/activity and /accounts from inside an instance are 404; the host gets them",
+        async () => {
+          const health = proxy!.addrs.health[0]!.port;
+          for (const path of ["/activity", "/accounts"]) {
+            const r = await sh(
+              incus,
+              a,
+              `curl -sS -o /dev/null -w '%{http_code}' http://${gateway}:${health}${path}`,
+            );
+            equal(r.out, "404", path);
+          }
+          const host = await fetch(`http://${gateway}:${health}/health`);
+          equal((await host.json()).caFingerprint, ca.fingerprint);
+          const accounts = await fetch(`http://${gateway}:${health}/accounts`);
+          equal((await accounts.json()).anthropic.accounts[0].name, "main");
+        },
+      );
 
       await t.step("forward mode tunnels and counts a guest's other traffic", async () => {
         const before = parseActivity(

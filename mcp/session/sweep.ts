@@ -1,0 +1,100 @@
+/**
+ * The orphan sweep (shared/spec/isx-mcp.md §4.4), run once in the background by each new
+ * session: an orphan of this user whose holder ended without stamping it (killed) is stamped
+ * now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
+ * destroyed unless it is in use (running with a task still running, or its tasks cannot be
+ * read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
+ * again, and the sweep backs off if anyone took the instance meanwhile. Kept instances and
+ * instances with a pending operation are never touched. (Dormancy, which stops orphans kept
+ * alive only by an agent, arrives with delegation.)
+ *
+ * @module
+ */
+
+import { readStamps, stampConfig } from "../host/stamps.ts";
+import { destroyIsxInstance } from "../instances/lifecycle.ts";
+import { userInstances } from "./create.ts";
+import { MCP_STAMP, orphanSince } from "./holding.ts";
+import type { Session } from "./session.ts";
+
+/** What one sweep did, per instance. */
+export type SweepOutcome = "stamped" | "destroyed" | "in-use" | "waiting" | "skipped";
+
+/** Sweeps this user's orphans once; never throws (each failure is audited). */
+export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome>> {
+  const out = new Map<string, SweepOutcome>();
+  let graceMs: number;
+  try {
+    graceMs = s.deps.readConfig().orphanGraceHours * 3_600_000;
+  } catch {
+    return out; // unreadable settings: sweep nothing rather than guess a grace
+  }
+  let all;
+  try {
+    all = await userInstances(s);
+  } catch {
+    return out;
+  }
+  await Promise.all(all.map(async (inst) => {
+    const st = readStamps(inst.config);
+    const standing = s.standingOf(inst);
+    if (standing.kind !== "orphan" || st[MCP_STAMP.pendingOp] || st[MCP_STAMP.kept]) return;
+    const t0 = s.deps.now();
+    try {
+      const since = orphanSince(st);
+      if (!since) {
+        const mark = `${new Date(s.deps.now()).toISOString()} ${standing.session}`;
+        await s.incus.updateInstance(inst.name, (i) => {
+          const cur = readStamps(i.config);
+          if (cur[MCP_STAMP.session] !== standing.session) return i;
+          return { ...i, config: { ...i.config, ...stampConfig({ [MCP_STAMP.orphaned]: mark }) } };
+        }, { step: `stamp orphan ${inst.name}` });
+        out.set(inst.name, "stamped");
+        return;
+      }
+      if (s.deps.now() < Date.parse(since) + graceMs) {
+        out.set(inst.name, "waiting");
+        return;
+      }
+      if (inst.status === "Running") {
+        const tasks = s.deps.tasks ? await s.deps.tasks.listStates(inst.name) : [];
+        if (tasks.some((t) => t !== "finished" && t !== "lost")) {
+          out.set(inst.name, "in-use");
+          return;
+        }
+      }
+      // guarded delete: mark, re-read the holder, back off if it changed
+      await s.incus.updateInstance(inst.name, (i) => ({
+        ...i,
+        config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "deleting" }) },
+      }), { step: `mark ${inst.name} for deletion` });
+      const again = readStamps((await s.incus.getInstance(inst.name)).value.config);
+      if (again[MCP_STAMP.session] !== st[MCP_STAMP.session] || again[MCP_STAMP.kept]) {
+        await s.incus.updateInstance(inst.name, (i) => ({
+          ...i,
+          config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "" }) },
+        }), { step: `unmark ${inst.name}` });
+        out.set(inst.name, "skipped");
+        return;
+      }
+      await destroyIsxInstance(s.incus, inst.name);
+      out.set(inst.name, "destroyed");
+      s.audit({
+        tool: "reap-orphans",
+        instance: inst.name,
+        outcome: "destroyed",
+        ms: s.deps.now() - t0,
+        detail: `orphaned since ${since}`,
+      });
+    } catch (e) {
+      out.set(inst.name, "in-use");
+      s.audit({
+        tool: "reap-orphans",
+        instance: inst.name,
+        outcome: `failed: ${(e as Error).message}`,
+        ms: s.deps.now() - t0,
+      });
+    }
+  }));
+  return out;
+}

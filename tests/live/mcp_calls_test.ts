@@ -1,0 +1,134 @@
+/**
+ * One call's life in `isx mcp` on real Incus: a foreground exec reports progress with its
+ * last output line at most once a second; a cancelled exec (the SDK's abort, which sends
+ * `notifications/cancelled`) kills the command in the guest; SIGTERM ends the session as end
+ * of input does, releasing its instances as orphans (stamped, never destroyed).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { readStamps } from "../../mcp/mod.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { call, connect, makeHome, mcpCommand } from "../helpers/mcp.ts";
+import { spawnProgram } from "../helpers/spawn.ts";
+
+const TEMPLATE = "tpl-minimal";
+/** No proxy runs in these tests (its port is 9): the preflight is skipped. */
+const NP = ["--no-preflight"];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
+
+Deno.test({
+  name:
+    "exec progress carries the last line at most 1/s; a cancelled exec kills its command; SIGTERM releases",
+  ignore: NO_INCUS,
+  async fn(t) {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
+    try {
+      const c = await connect(h, "legacy", { extra: NP });
+      try {
+        const name = String(
+          sc(await call(c, "create_instance", { template: TEMPLATE, name_hint: "calls" })).instance,
+        );
+        await t.step("progress: the last output line, at most once a second", async () => {
+          const seen: { at: number; message: string | undefined }[] = [];
+          const r = await c.callTool({
+            name: "exec",
+            arguments: {
+              instance: name,
+              command: "for i in 1 2 3 4 5; do echo line $i; sleep 1; done",
+            },
+          }, {
+            onprogress: (p) => seen.push({ at: performance.now(), message: p.message }),
+          }) as Record<string, unknown>;
+          assert.equal(sc(r).exit_code, 0);
+          assert.ok(seen.length >= 2, `progress seen: ${JSON.stringify(seen)}`);
+          assert.ok(seen.every((p) => /^line [1-5]$/.test(p.message ?? "")), JSON.stringify(seen));
+          for (let i = 1; i < seen.length; i++) {
+            assert.ok(seen[i]!.at - seen[i - 1]!.at >= 900, "at most one progress a second");
+          }
+        });
+        await t.step(
+          "a cancelled foreground exec is not answered and its command is killed",
+          async () => {
+            const ctrl = new AbortController();
+            const running = c.callTool({
+              name: "exec",
+              arguments: { instance: name, command: "sleep 300; echo never" },
+            }, { signal: ctrl.signal });
+            await sleep(2000);
+            ctrl.abort();
+            await assert.rejects(running);
+            let left = "";
+            for (let i = 0; i < 40; i++) {
+              left = String(
+                sc(await call(c, "exec", { instance: name, command: "pgrep -x sleep || true" }))
+                  .stdout,
+              );
+              if (left === "") break;
+              await sleep(250);
+            }
+            assert.equal(left, "", "the cancelled command's sleep is gone");
+          },
+        );
+      } finally {
+        await c.close();
+      }
+      await t.step("SIGTERM releases the session's instances as orphans", async () => {
+        const { env } = mcpCommand(h, NP);
+        const p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });
+        let name = "";
+        try {
+          await p.send({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "initialize",
+            params: {
+              protocolVersion: "2025-11-25",
+              capabilities: {},
+              clientInfo: { name: "term" },
+            },
+          });
+          await p.readJson();
+          await p.send({
+            jsonrpc: "2.0",
+            id: 2,
+            method: "tools/call",
+            params: {
+              name: "create_instance",
+              arguments: { template: TEMPLATE, name_hint: "term" },
+            },
+          });
+          for (;;) {
+            const m = await p.readJson(300_000);
+            if (m.id === 2) {
+              name = String(
+                ((m.result as Record<string, unknown>).structuredContent as { instance: string })
+                  .instance,
+              );
+              break;
+            }
+          }
+          p.child.kill("SIGTERM");
+          assert.equal((await p.wait()).code, 0);
+        } finally {
+          await p[Symbol.asyncDispose]();
+        }
+        const inst = (await incus.getInstance(name)).value;
+        const st = readStamps(inst.config);
+        assert.equal(inst.status, "Running", "released, not stopped or destroyed");
+        assert.ok(st["mcp-orphaned"]?.endsWith(` ${st["mcp-session"]}`), JSON.stringify(st));
+      });
+    } finally {
+      for (const i of await incus.listInstances()) {
+        if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
+          await removeInstance(incus, i.name);
+        }
+      }
+      incus.close();
+    }
+  },
+});
