@@ -6,7 +6,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import { GUEST_TASKS_ROOT, parseTaskState, runTask } from "../guest/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";

@@ -6,13 +6,19 @@
  * instances, the proxy, templates). The name comes from `ISX_PROG` (set by the launchers)
  * or the executable's file name.
  *
+ * Start-up is paid per spawn (SDKs spawn `isb rpc` per client, agents `isx mcp` per
+ * session), so this root imports only leaf modules (the error class, the log level, the
+ * version) and the dispatch table; a command's module is imported when it runs.
+ *
  * @module
  */
 
-import { type IsbCode, IsbError, isLogLevel, setLogLevel, VERSION } from "../rpc/mod.ts";
+import { type IsbCode, IsbError } from "../rpc/errors.ts";
+import { isLogLevel, setLogLevel } from "../rpc/log.ts";
+import { VERSION } from "../rpc/version.ts";
 import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
-import { COMMANDS } from "./commands.ts";
+import { type CommandEntry, COMMANDS } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
 import { preflightPlace, resolvePlace } from "./incus_remote.ts";
 
@@ -92,7 +98,7 @@ function writeOut(text: string): void {
   Deno.stdout.writeSync(new TextEncoder().encode(text.endsWith("\n") ? text : text + "\n"));
 }
 
-function findCommand(prog: Prog, name: string): Command | undefined {
+function findCommand(prog: Prog, name: string): CommandEntry | undefined {
   return COMMANDS.find((c) => c.name === name && c.progs.includes(prog));
 }
 
@@ -119,7 +125,11 @@ export async function runCli(argv: string[]): Promise<number> {
     remote: global.remote !== undefined,
   });
 
-  const cmd = command === undefined ? undefined : findCommand(prog, command);
+  const entry = command === undefined ? undefined : findCommand(prog, command);
+  // the command's module, loaded only when it runs or prints its own help
+  const cmd: Command | undefined = entry && (!global.version || global.help)
+    ? await entry.load()
+    : undefined;
   if (!cmd || global.help || global.version) {
     enterMode("info", perm);
     if (global.version && !cmd) {

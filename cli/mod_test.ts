@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ISB_CODES } from "../rpc/mod.ts";
+import { COMMANDS } from "./commands.ts";
 import { EXIT_CODES, EXIT_USAGE, mainHelp } from "./mod.ts";
 
 Deno.test("EXIT_CODES maps every IsbCode to a failure code other than usage", () => {
@@ -17,4 +18,15 @@ Deno.test("mainHelp lists each command of the program name and the global flags"
   assert.match(isb, /--socket PATH/);
   assert.doesNotMatch(isb, /\bguest\b/);
   assert.match(mainHelp("isx"), /\bguest\b/);
+});
+
+Deno.test("COMMANDS: each entry's loader returns its command, with the same name, programs and summary", async () => {
+  const names = COMMANDS.map((c) => c.name);
+  assert.equal(new Set(names).size, names.length);
+  for (const entry of COMMANDS) {
+    const cmd = await entry.load();
+    assert.equal(cmd.name, entry.name);
+    assert.deepEqual(cmd.progs, entry.progs, entry.name);
+    assert.equal(cmd.summary, entry.summary, entry.name);
+  }
 });

@@ -58,8 +58,17 @@ function allowed(from: string, to: string): boolean {
   if (from === "main.ts") return b === "cli";
   if (a === "scripts") return ["cli/permissions.ts", "cli/launch.ts"].includes(to); // compile flags
   if (a === "cli") {
-    return ["rpc/mod.ts", "rpc/server/mod.ts", "mcp/mod.ts", "proxy/mod.ts", "guest/mod.ts"]
-      .includes(to);
+    // and rpc's three leaf modules, so the composition root starts without the engine
+    return [
+      "rpc/mod.ts",
+      "rpc/server/mod.ts",
+      "mcp/mod.ts",
+      "proxy/mod.ts",
+      "guest/mod.ts",
+      "rpc/errors.ts",
+      "rpc/log.ts",
+      "rpc/version.ts",
+    ].includes(to);
   }
   if (a === "mcp") {
     return ["rpc/mod.ts", "guest/mod.ts", "guest/protocol.ts", "proxy/activity.ts"].includes(to);
@@ -152,6 +161,7 @@ const PURE = [
   "proxy/vertex.ts",
   "proxy/identity.ts",
   "proxy/handoff.ts",
+  "proxy/egress_guard.ts",
   "proxy/rewrite.ts",
   "proxy/counter.ts",
   "proxy/usage.ts",

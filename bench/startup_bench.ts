@@ -1,0 +1,135 @@
+// deno-lint-ignore-file no-console -- a benchmark prints its figures
+/**
+ * Start-up of the commands people and SDKs spawn most, through the launchers a user runs
+ * (`bin/isb`, `bin/isx`), against the floor of any Deno process: a bare `deno run` of a
+ * one-line script (run by hand; prints medians and ratios, asserts nothing).
+ *
+ * Each figure is spawn → the first protocol answer: the hello line of `isb rpc`, the
+ * answer to `initialize` of `isx mcp`, the first line of `isx --help`, the whole output of
+ * `isx list` (which includes its Incus calls; the same calls made in a warm process are
+ * printed beside it, so "start-up + the Incus call" can be read off). Runs are alternated
+ * between the commands so that the machine's noise falls on all of them alike.
+ *
+ * `deno run -A bench/startup_bench.ts [--runs N (default 15)] [--only NAME,…]`
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { createIncusClient } from "../rpc/mod.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const { values } = parseArgs({
+  options: { runs: { type: "string", default: "15" }, only: { type: "string" } },
+});
+const RUNS = Number(values.runs);
+const DENO = Deno.execPath();
+
+interface Case {
+  name: string;
+  cmd: string[];
+  /** Written to stdin right after spawn (a request), if any. */
+  input?: string;
+  /** True when the answer has arrived, given all stdout so far. */
+  done(out: string): boolean;
+}
+
+const ONE_LINE = await Deno.makeTempFile({ suffix: ".ts" });
+await Deno.writeTextFile(ONE_LINE, 'console.log("ready");\n');
+
+const INIT = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "startup-bench", version: "1" },
+  },
+}) + "\n";
+
+const line = (out: string) => out.includes("\n");
+const CASES: Case[] = [
+  { name: "deno run (one line)", cmd: [DENO, "run", ONE_LINE], done: line },
+  { name: "isb rpc (hello)", cmd: [`${ROOT}/bin/isb`, "rpc"], done: line },
+  {
+    name: "isx mcp (initialize)",
+    cmd: [`${ROOT}/bin/isx`, "mcp"],
+    input: INIT,
+    done: (o: string) => o.split("\n").some((l) => l.includes('"id":1')),
+  },
+  { name: "isx --help", cmd: [`${ROOT}/bin/isx`, "--help"], done: line },
+  { name: "isx list", cmd: [`${ROOT}/bin/isx`, "list"], done: () => false },
+].filter((c) => !values.only || values.only.split(",").some((o) => c.name.startsWith(o)));
+
+/** Spawn → answer in ms; the process is ended after its answer (or runs to its end). */
+async function once(c: Case): Promise<number> {
+  const t0 = performance.now();
+  const child = new Deno.Command(c.cmd[0]!, {
+    args: c.cmd.slice(1),
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  if (c.input) await w.write(new TextEncoder().encode(c.input)).catch(() => {});
+  let out = "";
+  let t = NaN;
+  const dec = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    out += dec.decode(chunk, { stream: true });
+    if (c.done(out)) {
+      t = performance.now() - t0;
+      break;
+    }
+  }
+  await w.close().catch(() => {}); // stdin ends: rpc and mcp exit
+  const status = await child.status;
+  if (Number.isNaN(t)) t = performance.now() - t0;
+  if (!status.success && !c.done(out)) throw new Error(`${c.name} exited ${status.code}`);
+  return t;
+}
+
+/** The Incus calls `isx list` makes, timed in a warm process (the "+ the Incus call"). */
+async function incusCall(): Promise<number> {
+  const socket = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
+  const client = createIncusClient({ socket, project: "" });
+  try {
+    const t0 = performance.now();
+    await client.call("GET", "/1.0/instances", { query: { recursion: 2 } });
+    return performance.now() - t0;
+  } finally {
+    client.close();
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+
+const times = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
+const incus: number[] = [];
+for (const c of CASES) await once(c).catch(() => {}); // warm the caches (module, flags)
+for (let i = 0; i < RUNS; i++) {
+  for (const c of CASES) {
+    try {
+      times.get(c.name)!.push(await once(c));
+    } catch (e) {
+      console.error(`run failed: ${(e as Error).message}`);
+    }
+  }
+  if (CASES.some((c) => c.name === "isx list")) incus.push(await incusCall().catch(() => NaN));
+}
+await Deno.remove(ONE_LINE);
+
+const base = median(times.get("deno run (one line)") ?? []);
+console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median):`);
+for (const c of CASES) {
+  const m = median(times.get(c.name)!);
+  const ratio = Number.isFinite(base) ? ` ${(m / base).toFixed(1)}x bare deno run` : "";
+  console.log(`  ${c.name.padEnd(22)} ${m.toFixed(1).padStart(7)} ms${ratio}`);
+}
+if (incus.length) {
+  console.log(`  (the Incus call of isx list, warm process: ${median(incus).toFixed(1)} ms)`);
+}

@@ -1,0 +1,146 @@
+# Sourced by the launchers `bin/isb` and `bin/isx` (which set `prog` and `root`): starts
+# main.ts under deno, once, with exactly the permission flags of the table in
+# cli/permissions.ts for this user, directory and arguments.
+#
+# The flags are computed by cli/flags.ts (the table's own code, the one source) and kept in
+# a per-user cache, ${XDG_CACHE_HOME:-~/.cache}/isx-launch (outside every grant of the
+# table: no mode of the program can write its own flags), one file per program and working
+# directory whose first line is the rest of the key: uid, deno, every variable flags.ts reads
+# and, when they can change the flags (`rpc`, `--socket`), the arguments. A file older than
+# any source of the table (LAUNCH_SOURCES) or than deno is stale. A hit starts Deno once; a
+# miss runs flags.ts first and refills the file. ISX_LAUNCH_PRINT=1 prints the flags instead
+# of starting the program (tests compare them with the table's).
+
+# The modules cli/flags.ts loads (tests/launcher_test.ts checks this list against its graph).
+LAUNCH_SOURCES=(cli/flags.ts cli/args.ts cli/launch.ts cli/permissions.ts cli/perm_context.ts
+  cli/npm_env.ts)
+# The variables cli/flags.ts reads (the test runs it with only these allowed).
+LAUNCH_ENV=(HOME XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_RUNTIME_DIR TMPDIR
+  INCUS_SOCKET INCUS_DIR ISB_ORG INCUS_PROJECT ISX_PROG ISX_DENO)
+
+# deno: ISX_DENO, else the first on PATH (looked up without a subshell), else npm's copy
+deno="${ISX_DENO:-}"
+if [[ -z "$deno" ]]; then
+  IFS=: read -ra launch_path <<<"${PATH:-}"
+  for d in "${launch_path[@]}"; do
+    if [[ -n "$d" && -x "$d/deno" && ! -d "$d/deno" ]]; then
+      deno="$d/deno"
+      break
+    fi
+  done
+  if [[ -z "$deno" ]]; then
+    deno="${XDG_CACHE_HOME:-$HOME/.cache}/deno-npm/2.9.6/node_modules/@deno/linux-x64-glibc/deno"
+  fi
+fi
+if [[ ! -x "$deno" ]]; then
+  echo "$prog: deno not found (set ISX_DENO, put deno on PATH, or install it under $deno)" >&2
+  exit 1
+fi
+
+# Deno.cwd() is the physical directory: so is the key (cd -P is a builtin, no process)
+cd -P . 2>/dev/null || true
+
+launch_key() {
+  local k="v1" v a argkey=""
+  for a in "$@"; do
+    if [[ "$a" == rpc || "$a" == --socket* ]]; then
+      printf -v argkey '%q ' "$@"
+      break
+    fi
+  done
+  k+=$'\x1f'"$UID"$'\x1f'"$deno"
+  for v in "${LAUNCH_ENV[@]}"; do k+=$'\x1f'"$v=${!v-}"; done
+  REPLY="$k"$'\x1f'"$argkey"
+}
+
+launch_file() {
+  local dir="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/isx-launch" name
+  name="${PWD//%/%25}"
+  name="${prog}_${name//\//%2F}"
+  if ((${#name} > 200)); then
+    name="${prog}_$(printf '%s' "$PWD" | sha256sum)"
+    name="${name%% *}"
+  fi
+  REPLY="$dir/$name"
+}
+
+launch_flags=()
+launch_key "$@"
+key="$REPLY"
+launch_file
+cache="$REPLY"
+if [[ "$key" != *$'\n'* && -f "$cache" && -O "$cache" ]]; then
+  fresh=1
+  for f in "${LAUNCH_SOURCES[@]/#/$root/}" "$deno"; do
+    if [[ "$f" -nt "$cache" ]]; then fresh=0; fi
+  done
+  if ((fresh)); then
+    mapfile -t lines <"$cache" || lines=()
+    if [[ ${#lines[@]} -gt 1 && "${lines[0]}" == "$key" ]]; then launch_flags=("${lines[@]:1}"); fi
+  fi
+fi
+if [[ ${#launch_flags[@]} -eq 0 ]]; then
+  mapfile -t launch_flags < <(ISX_PROG="$prog" "$deno" run --quiet --no-prompt --allow-read \
+    --allow-env --allow-sys=uid --config "$root/deno.json" "$root/cli/flags.ts" "$@")
+  if [[ ${#launch_flags[@]} -eq 0 ]]; then
+    echo "$prog: could not compute the permission flags (cli/flags.ts failed)" >&2
+    exit 1
+  fi
+  if [[ "$key" != *$'\n'* ]] && mkdir -p "${cache%/*}" 2>/dev/null; then
+    if { printf '%s\n' "$key" "${launch_flags[@]}" >"$cache.$$"; } 2>/dev/null; then
+      mv -f "$cache.$$" "$cache" 2>/dev/null || rm -f "$cache.$$"
+    fi
+  fi
+fi
+
+# The checkout's commit (isx: the proxy reports it in /health and the CLI compares it with
+# its own), read from .git without starting git; git itself when the layout is unusual.
+git_sha() {
+  local g="$root/.git" line ref common d sha name
+  if [[ -f "$g" ]]; then
+    read -r line <"$g" || return 1
+    g="${line#gitdir: }"
+    [[ "$g" == /* ]] || g="$root/$g"
+  fi
+  [[ -r "$g/HEAD" ]] && read -r line <"$g/HEAD" || return 1
+  if [[ "$line" != "ref: "* ]]; then
+    REPLY="$line"
+    return 0
+  fi
+  ref="${line#ref: }"
+  common="$g"
+  if [[ -f "$g/commondir" ]]; then
+    read -r common <"$g/commondir" || return 1
+    [[ "$common" == /* ]] || common="$g/$common"
+  fi
+  for d in "$g" "$common"; do
+    if [[ -f "$d/$ref" ]]; then
+      read -r REPLY <"$d/$ref"
+      return
+    fi
+  done
+  [[ -f "$common/packed-refs" ]] || return 1
+  while read -r sha name; do
+    if [[ "$name" == "$ref" ]]; then
+      REPLY="$sha"
+      return 0
+    fi
+  done <"$common/packed-refs"
+  return 1
+}
+if [[ "$prog" == isx ]]; then
+  if git_sha && [[ "$REPLY" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]]; then
+    ISX_GIT_SHA="$REPLY"
+  else
+    ISX_GIT_SHA="$(git -C "$root" rev-parse HEAD 2>/dev/null || true)"
+  fi
+  export ISX_GIT_SHA
+fi
+
+if [[ "${ISX_LAUNCH_PRINT:-}" == 1 ]]; then
+  printf '%s\n' "${launch_flags[@]}"
+  if [[ "$prog" == isx ]]; then printf '# ISX_GIT_SHA=%s\n' "$ISX_GIT_SHA"; fi
+  exit 0
+fi
+ISX_PROG="$prog" exec "$deno" run --quiet --cached-only --config "$root/deno.json" \
+  "${launch_flags[@]}" "$root/main.ts" "$@"

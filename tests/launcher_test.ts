@@ -1,0 +1,185 @@
+/**
+ * The launchers (`bin/isb`, `bin/isx`, through `bin/launcher.bash`) start Deno once with
+ * exactly the table's flags: computed by cli/flags.ts on a miss, read from the per-user
+ * cache on a hit, recomputed when a source of the table is newer than the cache. Spawns the
+ * real launchers with `ISX_LAUNCH_PRINT=1` (print the flags instead of starting main.ts).
+ */
+import assert from "node:assert/strict";
+import { contextFrom } from "../cli/perm_context.ts";
+import { launchFlags, launchMode } from "../cli/launch.ts";
+import { splitGlobal } from "../cli/args.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const DENO = Deno.execPath();
+const SCRIPT = await Deno.readTextFile(`${ROOT}/bin/launcher.bash`);
+
+function bashArray(name: string): string[] {
+  const m = SCRIPT.match(new RegExp(`^${name}=\\(([^)]*)\\)`, "m"));
+  if (!m) throw new Error(`bin/launcher.bash: no ${name}=(…)`);
+  return m[1]!.split(/\s+/).filter(Boolean);
+}
+
+async function withHome(fn: (dir: string, env: Record<string, string>) => Promise<void>) {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "isx-launch-" }));
+  const env = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: `${dir}/home`,
+    XDG_CACHE_HOME: `${dir}/cache`,
+    ISX_DENO: DENO,
+  };
+  await Deno.mkdir(`${dir}/home`);
+  await Deno.mkdir(`${dir}/work`);
+  try {
+    await fn(dir, env);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function printed(prog: string, args: string[], env: Record<string, string>, cwd: string) {
+  const out = await new Deno.Command(`${ROOT}/bin/${prog}`, {
+    args,
+    cwd,
+    env: { ...env, ISX_LAUNCH_PRINT: "1" },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const err = new TextDecoder().decode(out.stderr);
+  assert.ok(out.success, `bin/${prog} ${args.join(" ")}: ${err}`);
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
+}
+
+function expected(prog: string, args: string[], env: Record<string, string>, cwd: string) {
+  const get = (k: string) => env[k];
+  const { global, command } = splitGlobal(args, get);
+  const ctx = contextFrom(get, {
+    cwd,
+    uid: Deno.uid() ?? 0,
+    programDir: ROOT,
+    execPath: DENO,
+    socket: global.socket,
+  });
+  return launchFlags(ctx, launchMode(prog, command));
+}
+
+const CASES: [string, string[]][] = [
+  ["isb", ["rpc"]],
+  ["isx", ["list"]],
+  ["isx", ["rpc"]],
+  ["isx", ["--project", "p", "rpc"]],
+  ["isx", ["--socket", "/run/other/incus.socket", "list"]],
+  ["isb", ["--socket=/run/other/incus.socket", "rpc"]],
+];
+
+Deno.test("the launchers' flags equal the table's, on a miss and on the cached hit", async () => {
+  await withHome(async (dir, env) => {
+    for (const [prog, args] of CASES) {
+      const want = expected(prog, args, env, `${dir}/work`);
+      const flags = (o: string[]) => o.filter((l) => !l.startsWith("#"));
+      assert.deepEqual(
+        flags(await printed(prog, args, env, `${dir}/work`)),
+        want,
+        `${prog} ${args}`,
+      );
+      assert.deepEqual(
+        flags(await printed(prog, args, env, `${dir}/work`)),
+        want,
+        `${prog} ${args}`,
+      );
+    }
+    // a changed variable the table reads is a new key, not a stale hit
+    const env2 = { ...env, XDG_STATE_HOME: `${dir}/state` };
+    assert.deepEqual(
+      await printed("isb", ["rpc"], env2, `${dir}/work`),
+      expected("isb", ["rpc"], env2, `${dir}/work`),
+    );
+  });
+});
+
+Deno.test("a cache hit starts no second Deno; a table source newer than the cache refills it", async () => {
+  await withHome(async (dir, env) => {
+    const cwd = `${dir}/work`;
+    await printed("isb", ["rpc"], env, cwd);
+    const files = [...Deno.readDirSync(`${dir}/cache/isx-launch`)].map((e) => e.name);
+    assert.equal(files.length, 1);
+    const file = `${dir}/cache/isx-launch/${files[0]}`;
+    const [key] = (await Deno.readTextFile(file)).split("\n");
+    // a marker only the cache can hold: printed, so the hit did not run cli/flags.ts
+    await Deno.writeTextFile(file, `${key}\n--no-prompt\n--marker-from-cache\n`);
+    assert.deepEqual(await printed("isb", ["rpc"], env, cwd), [
+      "--no-prompt",
+      "--marker-from-cache",
+    ]);
+    // the table changed after the cache was written: recomputed
+    const old = new Date(Date.now() - 86_400_000);
+    await Deno.utime(file, old, old);
+    assert.deepEqual(await printed("isb", ["rpc"], env, cwd), expected("isb", ["rpc"], env, cwd));
+    // a file whose first line is another key is never used
+    await Deno.writeTextFile(file, `not the key\n--marker-from-cache\n`);
+    assert.deepEqual(await printed("isb", ["rpc"], env, cwd), expected("isb", ["rpc"], env, cwd));
+  });
+});
+
+Deno.test("LAUNCH_SOURCES lists exactly the local modules cli/flags.ts loads", async () => {
+  const out = await new Deno.Command(DENO, {
+    args: ["info", "--json", "cli/flags.ts"],
+    cwd: ROOT,
+    stdout: "piped",
+  }).output();
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string }[];
+  };
+  const base = `file://${ROOT}/`;
+  const local = info.modules.map((m) => m.specifier).filter((s) => s.startsWith(base))
+    .map((s) => s.slice(base.length));
+  assert.deepEqual([...bashArray("LAUNCH_SOURCES")].sort(), local.sort());
+});
+
+Deno.test("LAUNCH_ENV names every variable cli/flags.ts reads", async () => {
+  const names = bashArray("LAUNCH_ENV");
+  const out = await new Deno.Command(DENO, {
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-read",
+      `--allow-env=${names.join(",")}`,
+      "--allow-sys=uid",
+      "cli/flags.ts",
+      "--socket",
+      "/x",
+      "rpc",
+    ],
+    cwd: ROOT,
+    env: { ISX_PROG: "isx" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  // and the check can fail: without HOME in the list, flags.ts is refused
+  const without = await new Deno.Command(DENO, {
+    args: ["run", "--no-prompt", "--allow-read", "--allow-env=ISX_PROG", "cli/flags.ts"],
+    cwd: ROOT,
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  assert.equal(without.success, false);
+});
+
+const GIT = await new Deno.Command("git", {
+  args: ["-C", ROOT, "rev-parse", "HEAD"],
+  stdout: "piped",
+  stderr: "null",
+}).output().catch(() => undefined);
+
+Deno.test({
+  name: "bin/isx hands the checkout's commit to the program as git itself reads it",
+  ignore: !GIT?.success, // not a git work tree: nothing to compare with
+  fn: async () => {
+    await withHome(async (dir, env) => {
+      const lines = await printed("isx", ["list"], env, `${dir}/work`);
+      const sha = new TextDecoder().decode(GIT!.stdout).trim();
+      assert.ok(lines.includes(`# ISX_GIT_SHA=${sha}`), lines.join("\n"));
+    });
+  },
+});
