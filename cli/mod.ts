@@ -20,7 +20,6 @@ import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
 import { type CommandEntry, COMMANDS } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
-import { preflightPlace, resolvePlace } from "./incus_remote.ts";
 
 export type { Prog };
 
@@ -156,11 +155,16 @@ export async function runCli(argv: string[]): Promise<number> {
     const env: Record<string, string> = {};
     if (names === true) Object.assign(env, Deno.env.toObject());
     else for (const k of names) env[k] = Deno.env.get(k) ?? "";
-    // the remote's files are read now: the mode entered next keeps no read of them
-    const incus = resolvePlace(global, perm.incusConf);
+    // a remote's files are read now: the mode entered next keeps no read of them
+    const place = global.remote !== undefined || global.target
+      ? await import("./incus_remote.ts")
+      : undefined;
+    const incus = place?.resolvePlace(global, perm.incusConf);
     enterMode(mode, perm);
-    if (mode !== "info" && mode !== "guest") await preflightPlace(incus, global);
-    return await found.run(rest, { prog, global, perm, env, incus });
+    if (place && incus && mode !== "info" && mode !== "guest") {
+      await place.preflightPlace(incus, global);
+    }
+    return await found.run(rest, { prog, global, perm, env, ...(incus ? { incus } : {}) });
   } catch (e) {
     if (e instanceof UsageError) {
       writeErr(`${prog} ${found.name}: ${e.message} (see ${prog} ${found.name} --help)`);
