@@ -11,7 +11,13 @@
  */
 
 import { IsbError, log } from "../rpc/mod.ts";
-import { type Cidr, type Guard, guardedAddresses, parseCidr } from "./egress_guard.ts";
+import {
+  type Cidr,
+  type Guard,
+  guardedAddresses,
+  parseCidr,
+  type Resolver,
+} from "./egress_guard.ts";
 
 /** The host's own addresses and the subnets of its interfaces. */
 export interface HostNets {
@@ -88,4 +94,15 @@ export async function dialGuarded(
     `connect "${host}:${port}": ${String((last as Error)?.message ?? last)}`,
     { cause: last },
   );
+}
+
+/** The system's resolver (A and AAAA records). */
+export function systemResolver(): Resolver {
+  return async (hostname) => {
+    const [a, aaaa] = await Promise.all([
+      Deno.resolveDns(hostname, "A").catch(() => [] as string[]),
+      Deno.resolveDns(hostname, "AAAA").catch(() => [] as string[]),
+    ]);
+    return [...a, ...aaaa];
+  };
 }

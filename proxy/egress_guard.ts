@@ -5,7 +5,7 @@
  * to resolve, to a loopback, private, link-local or otherwise special address never
  * reaches the host's or the bridge's own services. A host that is literally an IP address
  * passed the allow-list as that address and is used as it is. The resolver comes in (tests
- * give a fake one); the checks are pure.
+ * give a fake one; the system's is in proxy/egress_dial.ts); this module is pure.
  *
  * The forward proxy (port 3128) uses the same checks with more rules ({@link targetAllowed}):
  * besides special addresses, the host's own addresses and every subnet of its interfaces
@@ -246,15 +246,4 @@ export function publicGuard(
 /** The address to connect to for `hostname`: itself if an IP literal, else a public one. */
 export async function egressAddress(hostname: string, resolve: Resolver): Promise<string> {
   return (await guardedAddresses(hostname, publicGuard(resolve)))[0]!;
-}
-
-/** The system's resolver (A and AAAA records). */
-export function systemResolver(): Resolver {
-  return async (hostname) => {
-    const [a, aaaa] = await Promise.all([
-      Deno.resolveDns(hostname, "A").catch(() => [] as string[]),
-      Deno.resolveDns(hostname, "AAAA").catch(() => [] as string[]),
-    ]);
-    return [...a, ...aaaa];
-  };
 }

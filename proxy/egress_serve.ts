@@ -28,8 +28,8 @@ import { type EgressEntry, egressLookup, hostPattern } from "./egress.ts";
 import { matchDomain, Policy } from "./policy.ts";
 import { type InterceptServer, serveIntercept } from "./intercept.ts";
 import { LeafCache } from "./leaf_cache.ts";
-import { publicGuard, type Resolver, systemResolver } from "./egress_guard.ts";
-import { cachedHostNets, type HostNets } from "./egress_dial.ts";
+import { publicGuard, type Resolver } from "./egress_guard.ts";
+import { cachedHostNets, type HostNets, systemResolver } from "./egress_dial.ts";
 
 /** What Incus says about an egress bridge. */
 export interface BridgeInfo {

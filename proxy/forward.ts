@@ -26,8 +26,8 @@ import type { Handoff } from "./handoff.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { hostOnly, type Policy } from "./policy.ts";
 import { type Gate, serveConns, type Served } from "./accept.ts";
-import { type Guard, type Resolver, systemResolver, targetAllowed } from "./egress_guard.ts";
-import { cachedHostNets, dialGuarded, type HostNets } from "./egress_dial.ts";
+import { type Guard, type Resolver, targetAllowed } from "./egress_guard.ts";
+import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "./egress_dial.ts";
 import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
 
 const HEAD_CAP = 64 * 1024;

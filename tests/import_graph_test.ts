@@ -164,6 +164,7 @@ const PURE = [
   "proxy/vertex.ts",
   "proxy/identity.ts",
   "proxy/handoff.ts",
+  "proxy/egress_guard.ts",
   "proxy/rewrite.ts",
   "proxy/counter.ts",
   "proxy/usage.ts",

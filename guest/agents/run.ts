@@ -45,6 +45,8 @@ export interface RunAgentOptions {
   brief?: string;
   /** The agent's home (for opencode's configured model). */
   home: string;
+  /** The agent's program (default: its name, found on PATH). */
+  program?: string;
 }
 
 /** How the run ended. */
@@ -165,7 +167,7 @@ async function runOnce(opts: RunAgentOptions, f: RunFiles, log: EventLog) {
   const stderr = await Deno.open(f.stderr, { write: true, create: true, truncate: true });
   let child: Deno.ChildProcess;
   try {
-    child = new Deno.Command(launch.argv[0]!, {
+    child = new Deno.Command(opts.program ?? launch.argv[0]!, {
       args: launch.argv.slice(1),
       cwd: opts.cwd,
       env: launch.env,

@@ -32,6 +32,7 @@ import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
 import { startMockOpenAI } from "../fakes/mock_openai.ts";
 import type { MockServer } from "../fakes/mock_model.ts";
 import { LIVE_SOCKET, removeInstance, testName } from "../helpers/live.ts";
+import { IsxHome } from "../templates_env.ts";
 
 /** The "real" keys the proxy holds; no guest may ever see them. */
 export const REAL = {
@@ -74,6 +75,29 @@ export async function haveTemplate(): Promise<boolean> {
     throw e;
   } finally {
     c.close();
+  }
+}
+
+/**
+ * Builds the template when it is missing (`isx build tpl-agents` in a throw-away isx home,
+ * npm packages through the shared test cache), under a lock so parallel runs build it once.
+ * The template stays: it is the one every later run copies.
+ */
+export async function ensureTemplate(): Promise<void> {
+  if (await haveTemplate()) return;
+  const lock = await Deno.open("/tmp/isx-tpl-agents.lock", { create: true, write: true });
+  try {
+    await lock.lock(true);
+    if (await haveTemplate()) return;
+    const cache = Deno.env.get("ISX_TEST_CACHE") ??
+      `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
+    await using home = new IsxHome({ cacheDir: cache });
+    const init = await home.isx(["init", "--yes"]);
+    equal(init.code, 0, init.stdout + init.stderr);
+    const r = await home.isx(["build", "-q", AGENTS_TEMPLATE], { timeoutMs: 1_800_000 });
+    equal(r.code, 0, `isx build ${AGENTS_TEMPLATE}: ${r.stdout}${r.stderr}`);
+  } finally {
+    lock.close();
   }
 }
 

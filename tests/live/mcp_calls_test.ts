@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
-import { call, connect, makeHome, mcpCommand } from "../helpers/mcp.ts";
+import { call, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
@@ -51,6 +51,74 @@ Deno.test({
             assert.ok(seen[i]!.at - seen[i - 1]!.at >= 900, "at most one progress a second");
           }
         });
+        await t.step(
+          "instance_activity maps every field of the proxy's /activity; idle_seconds only when idle",
+          async () => {
+            const now = Date.now();
+            const entry = (inFlight: number) => ({
+              counting_since: now - 60_000,
+              requests: 3,
+              in_flight: inFlight,
+              last_request_at: now - 20_000,
+              last_response_at: now - 10_000,
+              input_tokens: 10,
+              output_tokens: 20,
+              cache_read_input_tokens: 30,
+              cache_creation_input_tokens: 40,
+              ...(inFlight ? {} : { idle_seconds: 10 }),
+              traffic_requests: 7,
+              traffic_requests_in_flight: inFlight,
+              traffic_bytes_sent: 100,
+              traffic_bytes_received: 200,
+              traffic_websockets_in_flight: 0,
+              traffic_last_request_at: now - 5_000,
+            });
+            let inFlight = 0;
+            // a loopback stand-in for the proxy's ops port, named in this user's config
+            const fake = Deno.serve(
+              { hostname: "127.0.0.1", port: 0, onListen() {} },
+              (req) =>
+                new URL(req.url).pathname === "/activity"
+                  ? Response.json({
+                    instances: { [name]: entry(inFlight) },
+                    model_usage_providers: ["anthropic"],
+                  })
+                  : new Response("no", { status: 404 }),
+            );
+            try {
+              Deno.writeTextFileSync(
+                `${h.configDir}/config.yaml`,
+                `proxy:\n  ports: {health: ${fake.addr.port}}\n`,
+              );
+              const idle = sc(await call(c, "instance_activity", { instance: name }));
+              assert.equal(idle.instance, name);
+              assert.equal(idle.requests, 3);
+              assert.equal(idle.requests_in_flight, 0);
+              assert.equal(idle.idle_seconds, 10);
+              assert.deepEqual(idle.model_usage_providers, ["anthropic"]);
+              assert.equal(idle.cache_creation_input_tokens, 40);
+              assert.equal(idle.traffic_bytes_received, 200);
+              assert.equal(typeof idle.counting_since, "string");
+              assert.equal("traffic_last_response_at" in idle, false, "an absent value is omitted");
+              inFlight = 1;
+              const busy = sc(await call(c, "instance_activity", { instance: name }));
+              assert.equal(busy.requests_in_flight, 1);
+              assert.equal(
+                "idle_seconds" in busy,
+                false,
+                "no idle_seconds while a call is in flight",
+              );
+            } finally {
+              Deno.writeTextFileSync(
+                `${h.configDir}/config.yaml`,
+                "proxy:\n  ports: {health: 9}\n",
+              );
+              await fake.shutdown();
+            }
+            const down = await call(c, "instance_activity", { instance: name });
+            assert.equal(refusal(down), "unavailable");
+          },
+        );
         await t.step(
           "a cancelled foreground exec is not answered and its command is killed",
           async () => {
