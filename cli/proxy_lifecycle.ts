@@ -10,7 +10,7 @@
  */
 
 import { type HealthInfo, readRunFiles, removeRunFiles, runPaths } from "../proxy/mod.ts";
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import type { CliContext } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
 import type { Launch } from "./proxy_install.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { IsbError, pemToDer, x509Lib } from "../rpc/mod.ts";
+import { IsbError, pemToDer, x509Lib } from "../rpc/base.ts";
 import type { X509Certificate } from "@peculiar/x509";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;

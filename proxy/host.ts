@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/base.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
 import { BridgeGuard, nftBinary } from "./guard.ts";

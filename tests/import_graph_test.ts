@@ -63,6 +63,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/mod.ts",
       "rpc/server/mod.ts",
       "mcp/mod.ts",
+      "mcp/tool_rules.ts", // what `isx proxy run` needs of mcp/, without the layer (issue 11)
       "proxy/mod.ts",
       "guest/mod.ts",
       "rpc/errors.ts",
@@ -71,9 +72,16 @@ function allowed(from: string, to: string): boolean {
     ].includes(to);
   }
   if (a === "mcp") {
-    return ["rpc/mod.ts", "guest/mod.ts", "guest/protocol.ts", "proxy/activity.ts"].includes(to);
+    return [
+      "rpc/mod.ts",
+      "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
+      "guest/mod.ts",
+      "guest/protocol.ts",
+      "proxy/activity.ts",
+    ].includes(to);
   }
-  if (a === "proxy") return to === "rpc/mod.ts";
+  // rpc/base.ts: the library without the sandbox engine, for the long-running proxy
+  if (a === "proxy") return to === "rpc/mod.ts" || to === "rpc/base.ts";
   return false;
 }
 

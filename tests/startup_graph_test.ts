@@ -85,3 +85,14 @@ Deno.test("only isb rpc loads the rpc server; no command loads another command's
     assert.deepEqual(under(got, ...others), [], m);
   }
 });
+
+Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP layer", () => {
+  // The proxy runs for days and keeps every module it loaded (issue 11: footprint).
+  const got = loads("main.ts", "cli/proxy.ts", "cli/proxy_run.ts");
+  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/mod.ts", "mcp/mod.ts"), []);
+  assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
+  assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
+  assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
+  // the graph is read right: the proxy and its one entry into mcp/ are there
+  assert.ok(got.includes("proxy/mod.ts") && got.includes("mcp/tool_rules.ts"));
+});
