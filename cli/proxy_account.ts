@@ -23,10 +23,11 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext } from "./command.ts";
 import { ACCOUNT_HELP } from "./proxy_help.ts";
 import { getJson, out } from "./proxy_view.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 function withClient<T>(ctx: CliContext, fn: (c: IncusClient) => Promise<T>): Promise<T> {
   const client = createIncusClient({
-    socket: ctx.global.socket,
+    ...incusOptions(ctx),
     project: ctx.global.project ?? "",
     timeouts: { requestMs: SLOW_DAEMON_MS },
   });

@@ -18,6 +18,7 @@ import {
 import { loadToolProxyRules, readHostConfig } from "../mcp/tool_rules.ts";
 import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
 import type { CliContext } from "./command.ts";
+import { incusOptions } from "./incus_remote.ts";
 import type { Values } from "./proxy_view.ts";
 
 const enc = new TextEncoder();
@@ -65,6 +66,7 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
     proxy = await startHostProxy({
       ...ctx.perm,
       socket: ctx.global.socket,
+      incus: incusOptions(ctx),
       gitSha: ctx.env.ISX_GIT_SHA || null,
     }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
   } catch (e) {
