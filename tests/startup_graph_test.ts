@@ -30,14 +30,12 @@ async function graphOf(root: string): Promise<Graph> {
   return JSON.parse(new TextDecoder().decode(info.stdout));
 }
 
-/** Every module of a root's graph (Deno reads them all, dynamic imports included). */
-function all(g: Graph): string[] {
-  return g.modules.map((m) => m.specifier)
-    .map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
-}
-
-/** Repo-relative paths and npm package specifiers a root loads through static imports. */
-function staticOf(g: Graph, root: string): string[] {
+/**
+ * Repo-relative paths and npm package specifiers a root loads through its imports: static
+ * ones, and with `dynamic` the statically analyzable dynamic ones too (Deno reads those before
+ * the program starts). `import type` edges are erased at run time and not followed.
+ */
+function codeOf(g: Graph, root: string, dynamic = false): string[] {
   const modules = new Map(g.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
   const stack = [ROOT + root];
@@ -47,17 +45,17 @@ function staticOf(g: Graph, root: string): string[] {
     if (seen.has(s)) continue;
     seen.add(s);
     for (const d of modules.get(s)?.dependencies ?? []) {
-      if (d.code?.specifier && !d.isDynamic) stack.push(d.code.specifier);
+      if (d.code?.specifier && (dynamic || !d.isDynamic)) stack.push(d.code.specifier);
     }
   }
   return [...seen].map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
 }
 
-const MAIN = all(await graphOf("main.ts"));
+const MAIN = codeOf(await graphOf("main.ts"), "main.ts", true);
 
 /** What running one command loads: main.ts's graph and the command module's static graph. */
 async function loads(module: string): Promise<string[]> {
-  return [...new Set([...MAIN, ...staticOf(await graphOf(module), module)])].sort();
+  return [...new Set([...MAIN, ...codeOf(await graphOf(module), module)])].sort();
 }
 
 const COMMAND_MODULES = [
@@ -154,7 +152,7 @@ Deno.test("the guest bundle (cli/bundle.ts) carries every command without the so
 
 Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP layer", async () => {
   // The proxy runs for days and keeps every module it loaded (issue 11: footprint).
-  const run = staticOf(await graphOf("cli/proxy_run.ts"), "cli/proxy_run.ts");
+  const run = codeOf(await graphOf("cli/proxy_run.ts"), "cli/proxy_run.ts");
   const got = [...new Set([...(await loads("cli/proxy.ts")), ...run])];
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/mod.ts", "mcp/mod.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
