@@ -9,9 +9,13 @@
  * - runner: `bash run-1.sh` (agentRunScript): deno starts, reads the task files, spawns the
  *   stand-in, translates its stream, writes events, session and exit;
  * - direct (the baseline): the stand-in run by bash with the prompt on stdin, output to a
- *   file: what a plain run script does without a runner.
+ *   file: what a plain run script does without a runner;
+ * - deno: `deno run` of an empty script, the part of the runner's time that is deno's own.
  *
- * The first runner run (deno compiling and caching the runner) is reported apart as `cold`.
+ * - bundled: the same with the runner as one `deno bundle` JavaScript file instead of its
+ *   TypeScript files (what a bundled delivery would save).
+ *
+ * The first run of each (deno compiling and caching the runner) is reported apart as `cold`.
  * Run: `deno run -A bench/runner_bench.ts [--iterations 30] [--template tpl-agents]`.
  * Prints median/mean/p90 per variant and the ratio runner/direct.
  *
@@ -60,7 +64,7 @@ try {
     source: { type: "copy", source: values.template, instance_only: true },
     start: true,
   }, { step: `copy ${values.template}` });
-  await root(`mkdir -p ${SCRIPTS}/agents /opt/stub`);
+  await root(`mkdir -p ${SCRIPTS}/agents ${SCRIPTS}/diff /opt/stub`);
   for (const f of AGENT_RUNNER_FILES) {
     await client.pushFile(name, `${SCRIPTS}/${f}`, await readAgentRunnerFile(f), {
       step: f,
@@ -68,6 +72,18 @@ try {
     });
   }
   await client.pushFile(name, "/opt/stub/claude", STUB, { step: "stub", mode: 0o755 });
+  await client.pushFile(name, "/opt/stub/empty.js", "\n", { step: "empty", mode: 0o644 });
+  const bundle = await Deno.makeTempFile({ suffix: ".js" });
+  const b = await new Deno.Command(Deno.execPath(), {
+    args: ["bundle", "--quiet", "--platform=deno", "-o", bundle, "guest/agents/main.ts"],
+    cwd: new URL("..", import.meta.url).pathname,
+  }).output();
+  if (!b.success) throw new TypeError(`deno bundle: ${new TextDecoder().decode(b.stderr)}`);
+  await client.pushFile(name, `${SCRIPTS}/runner.js`, await Deno.readTextFile(bundle), {
+    step: "bundle",
+    mode: 0o644,
+  });
+  await Deno.remove(bundle);
   // one script; each iteration's copy names its own task (a placeholder replaced by sed)
   const script = agentRunScript({
     deno: "/usr/local/bin/deno",
@@ -89,7 +105,12 @@ for i in $(seq 0 ${N}); do
   sed "s/zzbenchzz/b$i/g" /opt/stub/run.sh > "$d/run-1.sh"
   t=$(date +%s%N); bash "$d/run-1.sh"; echo "runner $i $(ms $t)"
   grep -q '"is_error":false' "$d/events-1.jsonl"; [ "$(cat "$d/exit-1")" = 0 ]
+  d=${AGENT.home}/.isx-mcp/tasks/c$i; mkdir -p "$d"; echo "do it" > "$d/prompt-1.md"
+  sed "s/zzbenchzz/c$i/g; s#${SCRIPTS}/agents/main.ts#${SCRIPTS}/runner.js#" /opt/stub/run.sh > "$d/run-1.sh"
+  t=$(date +%s%N); bash "$d/run-1.sh"; echo "bundled $i $(ms $t)"
+  grep -q '"is_error":false' "$d/events-1.jsonl"; [ "$(cat "$d/exit-1")" = 0 ]
   t=$(date +%s%N); claude -p < "$d/prompt-1.md" > "$d/direct.jsonl"; echo "direct $i $(ms $t)"
+  t=$(date +%s%N); deno run --no-config --no-lock --quiet /opt/stub/empty.js; echo "deno $i $(ms $t)"
 done`;
   const r = await execRecorded(client, name, ["bash", "-c", loop], {
     step: "loop",
@@ -97,22 +118,31 @@ done`;
     deadlineMs: 1_800_000,
   });
   if (r.exitCode !== 0) throw new TypeError(`loop: ${r.stdout}${r.stderr}`);
-  const runs: Record<string, number[]> = { runner: [], direct: [] };
-  let cold = 0;
+  const runs: Record<string, number[]> = { runner: [], bundled: [], direct: [], deno: [] };
+  const cold: Record<string, number> = {};
   for (const line of r.stdout.trim().split("\n")) {
     const [kind, i, us] = line.split(" ");
     const msv = Number(us) / 1000;
-    if (kind === "runner" && i === "0") cold = msv;
-    else if (i !== "0") runs[kind!]!.push(msv);
+    if (i === "0") cold[kind!] = msv;
+    else runs[kind!]!.push(msv);
   }
   const run = stats(runs.runner!);
+  const bun = stats(runs.bundled!);
   const direct = stats(runs.direct!);
+  const deno = stats(runs.deno!);
   const f = (x: number) => x.toFixed(1).padStart(8);
   console.log(`guest runner start (${N} iterations, ${values.template}), ms:`);
   console.log(`            median     mean      p90`);
   console.log(`runner    ${f(run.median)} ${f(run.mean)} ${f(run.p90)}`);
+  console.log(`bundled   ${f(bun.median)} ${f(bun.mean)} ${f(bun.p90)}`);
   console.log(`direct    ${f(direct.median)} ${f(direct.mean)} ${f(direct.p90)}   (baseline)`);
-  console.log(`cold runner (first, deno caching the runner): ${cold.toFixed(1)} ms`);
+  console.log(`deno      ${f(deno.median)} ${f(deno.mean)} ${f(deno.p90)}   (an empty script)`);
+  console.log(
+    `cold (first run, deno caching the runner): runner ${cold.runner?.toFixed(1)} ms, ` +
+      `bundled ${cold.bundled?.toFixed(1)} ms`,
+  );
+  console.log(`ratio bundled/direct (median): ${(bun.median / direct.median).toFixed(2)}x`);
+  console.log(`ratio runner/deno-empty (median): ${(run.median / deno.median).toFixed(2)}x`);
   console.log(
     `ratio runner/direct (median): ${(run.median / direct.median).toFixed(2)}x, ` +
       `runner overhead ${(run.median - direct.median).toFixed(1)} ms`,

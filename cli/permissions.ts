@@ -205,11 +205,14 @@ export function uniq(xs: string[]): string[] {
   return [...new Set(xs)].sort();
 }
 
-/** The union of every mode's grants: what the process starts with. */
+/**
+ * The union of every mode's grants: what the process starts with. With a remote, also the
+ * incus client config, which the CLI reads before entering the mode; no mode keeps it.
+ */
 export function unionGrants(c: PermContext): Grants {
   const all = MODES.map((m) => PERMISSIONS[m](c));
   return {
-    read: uniq(all.flatMap((g) => g.read)),
+    read: uniq([...all.flatMap((g) => g.read), ...(c.incusConf ? [c.incusConf] : [])]),
     write: uniq(all.flatMap((g) => g.write)),
     net: all.some((g) => g.net === true) ? true : uniq(all.flatMap((g) => g.net as string[])),
     env: all.some((g) => g.env === true) ? true : uniq(all.flatMap((g) => g.env as string[])),

@@ -261,7 +261,7 @@ for (const mode of ["legacy", "modern"] as const) {
       });
       assert.equal(refusal(turns), "invalid_argument");
       const del = await call(client, "delegate", { instruction: "x", template: "t" });
-      assert.equal(refusal(del), "refused");
+      assert.equal(refusal(del), "not_approved", "delegation checks the template like create");
       const noTask = await call(client, "task_status", { task_id: "t1-aaaa" });
       assert.equal(refusal(noTask), "not_found");
       assert.deepEqual((noTask._meta as Record<string, unknown>)["dev.incusspawn/error"], {

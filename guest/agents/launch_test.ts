@@ -56,6 +56,11 @@ Deno.test("agentLaunch refuses values an agent would read as options", () => {
 Deno.test("agentLaunch puts the brief in the system prompt or at the head of run 1", () => {
   const c = agentLaunch(req({ agent: "claude", brief: "B" }));
   assert.deepEqual(c.argv.slice(-2), ["--append-system-prompt", "B"]);
+  for (const agent of ["claude", "pi"] as const) {
+    const later = agentLaunch(req({ agent, brief: "B", run: 2, session: CLAUDE_SID }));
+    assert.ok(later.argv.includes("--append-system-prompt"), `${agent}: every run has the brief`);
+    assert.equal(later.promptPrefix, "");
+  }
   for (const agent of ["codex", "opencode"] as const) {
     assert.match(agentLaunch(req({ agent, brief: "B" })).promptPrefix, /^B\n\n---\n\n$/);
     const session = agent === "codex" ? CLAUDE_SID : "ses_dce11ced4ffeAAAA";

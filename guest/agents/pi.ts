@@ -36,7 +36,8 @@ export function piLaunch(req: LaunchRequest): Launch {
   const argv = ["pi", "--mode", "json", "-p"];
   argv.push("--session", checked("pi session file", req.sessionFile, FILE_RE));
   if (req.model !== undefined) argv.push("--model", checked("model", req.model, MODEL_RE));
-  if (req.brief && req.run === 1) argv.push("--append-system-prompt", req.brief);
+  // the system prompt is rebuilt by every run, as Claude's is: the brief goes with each
+  if (req.brief) argv.push("--append-system-prompt", req.brief);
   // no version check or tool downloads from the guest; Pi trusts only Node's CA list
   // unless told to use the system store, where the instance's proxy CA is
   return {

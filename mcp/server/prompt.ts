@@ -26,7 +26,7 @@ export const COORDINATE = `You coordinate work across isx instances. The loop:
 6. At the end: destroy_instance what is done, keep_instance what the user should look at.
 7. After a restart: list_instances, then adopt_instance what you held (or repeat your keyed calls).
 
-Delegation to an agent inside an instance (delegate, send_message, get_diff) is listed but not available in this release; it refuses until it is.`;
+To hand a whole task to a coding agent inside an instance: delegate (instruction, and instance or template), one wait_any per tick, task_result for its report, get_diff to review what it changed, send_message to continue the same conversation. One agent at a time per instance: use template for parallel work.`;
 
 /** The `prompts/list` entry. */
 export const COORDINATE_PROMPT = {

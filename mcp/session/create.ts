@@ -127,7 +127,7 @@ async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Cre
     ...(ip ? { ip } : {}),
     workdir: st[STAMP.workdir] || "/home/agentuser",
     tools: facts.tools,
-    supports_delegate: false,
+    supports_delegate: facts.delegate_agents.length > 0,
     replayed: true,
   };
 }
@@ -250,7 +250,7 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
       ...(r.ip ? { ip: r.ip } : {}),
       workdir: r.workdir,
       tools: facts.tools,
-      supports_delegate: false,
+      supports_delegate: facts.delegate_agents.length > 0,
     };
   } catch (e) {
     s.held.delete(name);

@@ -58,8 +58,35 @@ export interface TaskService {
   adopt(s: Session, instance: string): Promise<string[]>;
   /** The state of every task an instance records (the sweep's "in use"). */
   listStates(instance: string): Promise<string[]>;
+  /**
+   * Launches an agent run under a reserved `max_concurrent_tasks` slot: `prepare` (which may
+   * create the instance) runs after the reservation; run 1 registers a new task, a later
+   * run (`existing`) moves it on.
+   */
+  launchAgent(s: Session, o: {
+    existing?: TaskEntry;
+    prepare(taskId: string): Promise<AgentLaunch>;
+  }): Promise<TaskEntry>;
   /** Starts polling the session's tasks for changes; returns the stop. */
   watch(s: Session): () => void;
+}
+
+/** One agent run to launch (the engine's launch of kind `agent`). */
+export interface AgentLaunch {
+  /** The instance. */
+  instance: string;
+  /** The run number. */
+  run: number;
+  /** The run script (bash; every value single-quoted). */
+  script: string;
+  /** The run's prompt. */
+  prompt: string;
+  /** More task files (`agent`, `cwd`, `model`, `brief.md`). */
+  files: Record<string, string>;
+  /** The idempotency key (run 1). */
+  key?: string;
+  /** The agent (kept on the entry). */
+  agent: string;
 }
 
 /** `isx branch`'s checks around a copy (cli/instance_checks.ts), so MCP instances start alike. */

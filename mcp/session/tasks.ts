@@ -88,6 +88,40 @@ export function engineTasks(engine: TaskEngine): TaskService {
       }
     },
 
+    async launchAgent(s, o) {
+      const max = s.deps.readConfig().maxConcurrentTasks;
+      const r = await slots.reserve(max, () => counts(s));
+      if (!r.ok) throw new RefusalError("limit", r.message);
+      try {
+        const id = o.existing?.id ?? s.newTaskId();
+        const l = await o.prepare(id);
+        await engine.launch(l.instance, {
+          taskId: id,
+          run: l.run,
+          kind: "agent",
+          script: l.script,
+          prompt: l.prompt,
+          files: l.files,
+          ...(l.key ? { key: l.key } : {}),
+        });
+        const t: TaskEntry = o.existing ?? {
+          id,
+          instance: l.instance,
+          kind: "agent",
+          run: l.run,
+          state: "running",
+          ...(l.key ? { key: l.key } : {}),
+        };
+        t.run = l.run;
+        t.agent = l.agent;
+        register(s, t);
+        s.report(t, "running");
+        return t;
+      } finally {
+        r.reservation.release();
+      }
+    },
+
     async findKeyed(s, instance, key) {
       const found = (await engine.list(instance)).find((l) => l.key === key);
       if (!found) return undefined;

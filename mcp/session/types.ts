@@ -53,6 +53,8 @@ export interface TaskEntry {
   key?: string;
   /** The command (for replay comparison). */
   command?: string;
+  /** An agent task's agent, once known. */
+  agent?: string;
 }
 
 /** A foreground command's outcome (§2.5). */

@@ -70,7 +70,7 @@ const listTemplates = tool({
         built: b.built,
         stale: b.stale,
         tools: facts.tools,
-        supports_delegate: false,
+        supports_delegate: facts.delegate_agents.length > 0,
         delegate_agents: facts.delegate_agents as z.infer<typeof Agent>[],
         ...(facts.delegate_agents[0]
           ? { default_delegate_agent: String(facts.delegate_agents[0].agent) }

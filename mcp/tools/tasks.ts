@@ -1,8 +1,8 @@
 /**
  * The task tools (§2.6-2.11, §2.13): `task_status`, `wait_any`, `task_result`, `cancel_task`
- * over command tasks, and the delegation tools `delegate`, `send_message`, `get_diff`, listed
- * with their schemas (seed 000: no `max_turns`) and refusing until delegation lands. A task's
- * state is the same word everywhere: running, finished, attached, lost, unknown.
+ * over both kinds of task, in the order tools/list shows them with the delegation tools of
+ * delegate.ts. A task's state is the same word everywhere: running, finished, attached,
+ * lost, unknown.
  *
  * @module
  */
@@ -10,7 +10,8 @@
 import { z } from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
-import { IdempotencyKey, InstanceName, TaskId, TaskKind, TaskState, tool } from "./def.ts";
+import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
+import { AgentResult, agentResult, delegateTools } from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
 
 /** The longest wait (§2). */
@@ -26,82 +27,6 @@ function known(s: Session, id: string): TaskEntry {
   }
   return t;
 }
-
-const NOT_YET =
-  "delegation to an agent is not available in this release of isx; run commands with exec instead";
-
-const delegate = tool({
-  name: "delegate",
-  description:
-    "Hand a self-contained task to an agent (Claude Code, Codex, Pi, opencode) in an instance. Not available in this release: it refuses.",
-  input: z.strictObject({
-    instruction: z.string().optional(),
-    skill: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,63}$/).optional(),
-    args: z.string().optional(),
-    instance: InstanceName.optional(),
-    template: z.string().optional(),
-    agent: z.enum(["claude", "codex", "pi", "opencode"]).optional(),
-    purpose: z.string().optional(),
-    cwd: z.string().optional(),
-    model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}$/).optional(),
-    idempotency_key: IdempotencyKey.optional(),
-  }),
-  output: z.strictObject({
-    task_id: TaskId,
-    instance: z.string(),
-    kind: z.literal("agent"),
-    run: z.number().int(),
-    agent: z.string(),
-    permission_mode: z.string(),
-    model: z.string().optional(),
-    replayed: z.boolean().optional(),
-  }),
-  hints: { readOnly: false, destructive: false, idempotent: false },
-  run() {
-    return Promise.reject(new RefusalError("refused", NOT_YET));
-  },
-});
-
-const sendMessage = tool({
-  name: "send_message",
-  description:
-    "Continue an agent task with a new message. Not available in this release: it refuses.",
-  input: z.strictObject({ task_id: TaskId, message: z.string(), model: z.string().optional() }),
-  output: delegate.output,
-  hints: { readOnly: false, destructive: false, idempotent: false },
-  run() {
-    return Promise.reject(new RefusalError("refused", NOT_YET));
-  },
-});
-
-const getDiff = tool({
-  name: "get_diff",
-  description:
-    "The changes an agent task made, per repository. Not available in this release: it refuses.",
-  input: z.strictObject({
-    task_id: TaskId,
-    path: z.string().optional(),
-    stat: z.boolean().optional(),
-    max_bytes: z.number().int().optional(),
-  }),
-  output: z.strictObject({
-    repos: z.array(z.strictObject({
-      repo: z.string(),
-      files: z.array(z.strictObject({
-        path: z.string(),
-        added: z.number().int().nullable(),
-        deleted: z.number().int().nullable(),
-      })),
-    })),
-    patch: z.string().optional(),
-    patch_bytes: z.number().int().optional(),
-    too_large: z.boolean().optional(),
-  }),
-  hints: { readOnly: true, idempotent: true },
-  run() {
-    return Promise.reject(new RefusalError("refused", NOT_YET));
-  },
-});
 
 const status = tool({
   name: "task_status",
@@ -205,24 +130,24 @@ const waitAny = tool({
 const result = tool({
   name: "task_result",
   description:
-    "The output of a finished command task: tails of stdout and stderr (max_bytes each).",
+    "The outcome of a finished task: for an agent, its report (first max_bytes), outcome, turns, tokens and cost where the agent reports them (events: true adds its last activities); for a command, the tails of stdout and stderr (max_bytes each).",
   input: z.strictObject({
     task_id: TaskId,
     max_bytes: z.number().int().optional(),
     events: z.boolean().optional(),
     ask: z.string().optional(),
   }),
-  output: z.strictObject({
+  // one closed object for both kinds: command fields, or agent fields (AgentResult)
+  output: AgentResult.partial().extend({
     task_id: TaskId,
     instance: z.string(),
     kind: TaskKind,
     state: TaskState,
-    exit_code: z.number().int().optional(),
-    stdout: z.string(),
-    stderr: z.string(),
-    stdout_bytes: z.number().int(),
-    stderr_bytes: z.number().int(),
     truncated: z.boolean(),
+    stdout: z.string().optional(),
+    stderr: z.string().optional(),
+    stdout_bytes: z.number().int().optional(),
+    stderr_bytes: z.number().int().optional(),
   }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s }) {
@@ -234,6 +159,16 @@ const result = tool({
     }
     const t = known(s, args.task_id);
     await requireRunning(s, t.instance);
+    if (t.kind === "agent") {
+      const r = await agentResult(s, t, {
+        ...(args.max_bytes !== undefined ? { maxBytes: args.max_bytes } : {}),
+        ...(args.events ? { events: true } : {}),
+      });
+      return {
+        structured: r,
+        text: String(r.report) + `\n\n(${r.outcome}, exit ${r.exit_code ?? "-"})`,
+      };
+    }
     const bytes = Math.min(256 * 1024, Math.max(256, args.max_bytes ?? 16 * 1024));
     return { structured: await taskService(s).result(s, t, bytes) };
   },
@@ -259,4 +194,12 @@ const cancel = tool({
 });
 
 /** The task tools. */
-export const taskTools = [delegate, status, waitAny, result, sendMessage, cancel, getDiff];
+export const taskTools = [
+  delegateTools.delegate,
+  status,
+  waitAny,
+  result,
+  delegateTools.sendMessage,
+  cancel,
+  delegateTools.getDiff,
+];

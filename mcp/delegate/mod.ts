@@ -1,0 +1,10 @@
+/**
+ * Delegation's host half: the pure reading of an agent task's events and the choices of a
+ * delegation (report.ts), and the guest edge that readies an instance for the runners, reads
+ * a task's record and runs `get_diff` there (guest.ts). The tools are in mcp/tools/delegate.ts.
+ *
+ * @module
+ */
+
+export * from "./report.ts";
+export * from "./guest.ts";
