@@ -6,7 +6,7 @@
 # a per-user cache, ${XDG_CACHE_HOME:-~/.cache}/isx-launch (outside every grant of the
 # table: no mode of the program can write its own flags), one file per program and working
 # directory whose first line is the rest of the key: uid, deno, every variable flags.ts reads
-# and, when they can change the flags (`rpc`, `--socket`), the arguments. A file older than
+# and, when they can change the flags (`rpc`, `--socket`, `--remote`), the arguments. A file older than
 # any source of the table (LAUNCH_SOURCES) or than deno is stale. A hit starts Deno once; a
 # miss runs flags.ts first and refills the file. ISX_LAUNCH_PRINT=1 prints the flags instead
 # of starting the program (tests compare them with the table's).
@@ -16,7 +16,7 @@ LAUNCH_SOURCES=(cli/flags.ts cli/args.ts cli/launch.ts cli/permissions.ts cli/pe
   cli/npm_env.ts)
 # The variables cli/flags.ts reads (the test runs it with only these allowed).
 LAUNCH_ENV=(HOME XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_RUNTIME_DIR TMPDIR
-  INCUS_SOCKET INCUS_DIR ISB_ORG INCUS_PROJECT ISX_PROG ISX_DENO)
+  INCUS_SOCKET INCUS_DIR ISB_ORG INCUS_PROJECT ISX_PROG ISX_DENO INCUS_REMOTE INCUS_CONF)
 
 # deno: ISX_DENO, else the first on PATH (looked up without a subshell), else npm's copy
 deno="${ISX_DENO:-}"
@@ -43,7 +43,7 @@ cd -P . 2>/dev/null || true
 launch_key() {
   local k="v1" v a argkey=""
   for a in "$@"; do
-    if [[ "$a" == rpc || "$a" == --socket* ]]; then
+    if [[ "$a" == rpc || "$a" == --socket* || "$a" == --remote* ]]; then
       printf -v argkey '%q ' "$@"
       break
     fi

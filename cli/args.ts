@@ -15,6 +15,10 @@ export interface GlobalFlags {
   socket: string;
   /** Incus project; `undefined` = the default project. */
   project: string | undefined;
+  /** Incus remote (`--remote`, env INCUS_REMOTE): a name in the incus client's config.yml or an https:// URL; `undefined` = the socket. */
+  remote: string | undefined;
+  /** Cluster member new instances are placed on (`--target`); `undefined` = incusd chooses. */
+  target: string | undefined;
   createTimeout: string | undefined;
   quiet: boolean;
   help: boolean;
@@ -32,6 +36,8 @@ export class UsageError extends Error {
 const VALUE_FLAGS: Record<string, string> = {
   "--socket": "socket",
   "--project": "project",
+  "--remote": "remote",
+  "--target": "target",
   "--org": "org",
   "--create-timeout": "create-timeout",
   "--env-file": "env-file",
@@ -97,6 +103,8 @@ export function splitGlobal(argv: string[], env: (k: string) => string | undefin
     global: {
       socket: str("socket") ?? defaultSocket(get),
       project,
+      remote: str("remote") ?? get("INCUS_REMOTE"),
+      target: str("target") || undefined,
       createTimeout: str("create-timeout"),
       quiet: raw.quiet === true,
       help: raw.help === true,

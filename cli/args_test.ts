@@ -44,3 +44,15 @@ Deno.test("splitGlobal accepts the unused isb flags and leaves the rest to the c
 Deno.test("splitGlobal refuses a value flag without its value", () => {
   assert.throws(() => splitGlobal(["rpc", "--socket"], env({})), UsageError);
 });
+
+Deno.test("splitGlobal reads --remote (else INCUS_REMOTE) and --target anywhere; neither by default", () => {
+  const none = splitGlobal(["list"], env({}));
+  assert.equal(none.global.remote, undefined);
+  assert.equal(none.global.target, undefined);
+  const a = splitGlobal(["list", "--remote", "lab", "--target=m2"], env({ INCUS_REMOTE: "x" }));
+  assert.equal(a.global.remote, "lab");
+  assert.equal(a.global.target, "m2");
+  assert.deepEqual(a.rest, []);
+  assert.equal(splitGlobal(["rpc"], env({ INCUS_REMOTE: "x" })).global.remote, "x");
+  assert.equal(splitGlobal(["rpc"], env({ INCUS_REMOTE: "" })).global.remote, undefined);
+});

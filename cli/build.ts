@@ -21,6 +21,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { contextFrom, NPM_PASS_ENV, unionFlags } from "./permissions.ts";
 import { warnProxy } from "./instance_checks.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx build [--with-parents] [--out-of-sync] [-q] <template>...
        isx build --out-of-sync
@@ -177,7 +178,7 @@ export const buildCommand: Command = {
       throw new UsageError("name at least one template (or use --out-of-sync)");
     }
     const client = createIncusClient({
-      socket: ctx.global.socket,
+      ...incusOptions(ctx),
       project: ctx.global.project ?? "",
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });

@@ -7,9 +7,13 @@
 
 import type { GlobalFlags } from "./args.ts";
 import type { Mode, PermContext } from "./permissions.ts";
+import type { IncusEndpoint } from "../rpc/mod.ts";
 
 /** Which program name a command answers to. */
 export type Prog = "isb" | "isx";
+
+/** Where this invocation's incusd is, and where new instances go (cli/incus_remote.ts). */
+export type IncusPlace = IncusEndpoint & { target?: string };
 
 /** Everything a command gets from the composition root. */
 export interface CliContext {
@@ -18,6 +22,8 @@ export interface CliContext {
   perm: PermContext;
   /** Environment values captured before the mode dropped env access. */
   env: Readonly<Record<string, string>>;
+  /** This invocation's incusd (`--remote`, `--target`); the socket of `global` when absent. */
+  incus?: IncusPlace;
 }
 
 /** One subcommand. */

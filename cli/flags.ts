@@ -15,10 +15,12 @@ if (import.meta.main) {
   const env = (k: string) => Deno.env.get(k);
   let socket: string | undefined;
   let command: string | undefined;
+  let remote = false;
   try {
     const parsed = splitGlobal(Deno.args, env);
     socket = parsed.global.socket;
     command = parsed.command;
+    remote = parsed.global.remote !== undefined;
   } catch {
     socket = undefined; // the program itself reports the usage error
   }
@@ -28,6 +30,7 @@ if (import.meta.main) {
     programDir: new URL("..", import.meta.url).pathname.replace(/\/$/, ""),
     execPath: Deno.env.get("ISX_DENO") || Deno.execPath(),
     ...(socket ? { socket } : {}),
+    remote,
   });
   const flags = launchFlags(ctx, launchMode(env("ISX_PROG") ?? "isx", command));
   Deno.stdout.writeSync(new TextEncoder().encode(flags.join("\n") + "\n"));

@@ -11,6 +11,7 @@ import { ensureCa } from "../proxy/mod.ts";
 import { createIncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { Command } from "./command.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx init [--yes]
 
@@ -49,7 +50,7 @@ export const initCommand: Command = {
       if (answer !== null && /^n/i.test(answer.trim())) return 1;
     }
     const client = createIncusClient({
-      socket: ctx.global.socket,
+      ...incusOptions(ctx),
       project: ctx.global.project ?? "",
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });

@@ -8,6 +8,7 @@
 import { SLOW_DAEMON_MS } from "../mcp/mod.ts";
 import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
 import type { CliContext } from "./command.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 /** Runs `fn` with a client for the command's socket and project, then closes it. */
 export async function withClient(
@@ -15,7 +16,7 @@ export async function withClient(
   fn: (c: IncusClient) => Promise<number>,
 ): Promise<number> {
   const client = createIncusClient({
-    socket: ctx.global.socket,
+    ...incusOptions(ctx),
     project: ctx.global.project ?? "",
     timeouts: { requestMs: SLOW_DAEMON_MS },
   });

@@ -27,6 +27,7 @@ import { createIncusClient, log } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { Command } from "./command.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 /** `isx mcp`. */
 export const mcpCommand: Command = {
@@ -66,7 +67,7 @@ Options:
     if (positionals.length) throw new UsageError("isx mcp takes no arguments");
     const { configDir, stateDir, home, cwd } = ctx.perm;
     const client = createIncusClient({
-      socket: ctx.global.socket,
+      ...incusOptions(ctx),
       project: ctx.global.project ?? "",
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });

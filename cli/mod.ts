@@ -76,6 +76,9 @@ export function mainHelp(prog: Prog): string {
     "Global options (before or after the command):",
     "  --socket PATH          Incus unix socket (env INCUS_SOCKET, $INCUS_DIR/unix.socket,",
     "                         default /var/lib/incus/unix.socket)",
+    "  --remote NAME|URL      an Incus remote of the incus client's config.yml, or",
+    "                         https://HOST:PORT (env INCUS_REMOTE; docs/scale.md)",
+    "  --target MEMBER        cluster member new instances are created on",
     "  --project NAME         Incus project (env INCUS_PROJECT)",
     "  --org ORG              shorthand for project isb-ORG (env ISB_ORG)",
     "  --create-timeout D     deadline of instance creation, e.g. 10m (default 10m)",
@@ -118,6 +121,7 @@ export async function runCli(argv: string[]): Promise<number> {
     programDir: new URL("..", import.meta.url).pathname.replace(/\/$/, ""),
     execPath: Deno.execPath(),
     socket: global.socket,
+    remote: global.remote !== undefined,
   });
 
   const entry = command === undefined ? undefined : findCommand(prog, command);
@@ -151,8 +155,16 @@ export async function runCli(argv: string[]): Promise<number> {
     const env: Record<string, string> = {};
     if (names === true) Object.assign(env, Deno.env.toObject());
     else for (const k of names) env[k] = Deno.env.get(k) ?? "";
+    // a remote's files are read now: the mode entered next keeps no read of them
+    const place = global.remote !== undefined || global.target
+      ? await import("./incus_remote.ts")
+      : undefined;
+    const incus = place?.resolvePlace(global, perm.incusConf);
     enterMode(mode, perm);
-    return await found.run(rest, { prog, global, perm, env });
+    if (place && incus && mode !== "info" && mode !== "guest") {
+      await place.preflightPlace(incus, global);
+    }
+    return await found.run(rest, { prog, global, perm, env, ...(incus ? { incus } : {}) });
   } catch (e) {
     if (e instanceof UsageError) {
       writeErr(`${prog} ${found.name}: ${e.message} (see ${prog} ${found.name} --help)`);

@@ -29,12 +29,25 @@ export interface PermContext {
   programDir: string;
   /** The runtime executable (deno, or the compiled binary). */
   execPath: string;
+  /**
+   * The incus client's config directory (remotes, client certificate), set only when the
+   * invocation names a remote: read before the mode is entered, never by a mode.
+   */
+  incusConf?: string;
 }
 
 /** Resolves the context for the current user from environment values (empty = unset). */
 export function contextFrom(
   env: (key: string) => string | undefined,
-  fixed: { cwd: string; uid: number; programDir: string; execPath: string; socket?: string },
+  fixed: {
+    cwd: string;
+    uid: number;
+    programDir: string;
+    execPath: string;
+    socket?: string;
+    /** True when `--remote` or INCUS_REMOTE names an Incus remote. */
+    remote?: boolean;
+  },
 ): PermContext {
   const get = (k: string) => {
     const v = env(k);
@@ -58,7 +71,15 @@ export function contextFrom(
     tmp,
     programDir: fixed.programDir,
     execPath: fixed.execPath,
+    ...(fixed.remote ? { incusConf: incusConfDir(get) } : {}),
   };
+}
+
+/** The incus client config directory: INCUS_CONF, else $HOME/.config/incus (as `incus`). */
+export function incusConfDir(get: (k: string) => string | undefined): string {
+  const conf = get("INCUS_CONF");
+  if (conf) return conf.replace(/(.)\/+$/, "$1");
+  return `${get("HOME") ?? "/root"}/.config/incus`;
 }
 
 /** The Incus socket when no flag names one: INCUS_SOCKET, then $INCUS_DIR/unix.socket. */

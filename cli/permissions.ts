@@ -179,7 +179,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), its own state (audit log, session heartbeats); no program to run.
+  // writes its config), its own state (audit log, session heartbeats), the guest runner
+  // sources; no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -189,6 +190,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
+      `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback
@@ -205,11 +207,14 @@ export function uniq(xs: string[]): string[] {
   return [...new Set(xs)].sort();
 }
 
-/** The union of every mode's grants: what the process starts with. */
+/**
+ * The union of every mode's grants: what the process starts with. With a remote, also the
+ * incus client config, which the CLI reads before entering the mode; no mode keeps it.
+ */
 export function unionGrants(c: PermContext): Grants {
   const all = MODES.map((m) => PERMISSIONS[m](c));
   return {
-    read: uniq(all.flatMap((g) => g.read)),
+    read: uniq([...all.flatMap((g) => g.read), ...(c.incusConf ? [c.incusConf] : [])]),
     write: uniq(all.flatMap((g) => g.write)),
     net: all.some((g) => g.net === true) ? true : uniq(all.flatMap((g) => g.net as string[])),
     env: all.some((g) => g.env === true) ? true : uniq(all.flatMap((g) => g.env as string[])),

@@ -190,3 +190,31 @@ Deno.test("launchFlags adds rpc's read denials for isb and isx rpc, and only for
     assert.equal(PERMISSIONS[mode](AT_HOME).denyRead, undefined, mode);
   }
 });
+
+Deno.test("contextFrom names the incus client config only with a remote; the default flags are unchanged", () => {
+  const get = (vars: Record<string, string>) => (k: string) => vars[k];
+  const fixed = {
+    cwd: "/srv/project",
+    uid: 1000,
+    programDir: "/opt/isx",
+    execPath: "/usr/bin/deno",
+    socket: "/var/lib/incus/unix.socket",
+  };
+  const plain = contextFrom(get({ HOME }), fixed);
+  assert.equal(plain.incusConf, undefined);
+  assert.deepEqual(
+    unionFlags(contextFrom(get({ HOME }), { ...fixed, remote: false })),
+    unionFlags(plain),
+  );
+  assert.ok(!unionFlags(plain).join(" ").includes("/.config/incus"));
+  const remote = contextFrom(get({ HOME }), { ...fixed, remote: true });
+  assert.equal(remote.incusConf, `${HOME}/.config/incus`);
+  assert.ok(unionGrants(remote).read.includes(`${HOME}/.config/incus`));
+  const conf = contextFrom(get({ HOME, INCUS_CONF: "/etc/ic/" }), { ...fixed, remote: true });
+  assert.equal(conf.incusConf, "/etc/ic");
+  // read before the mode is entered; no mode keeps it (enterMode revokes it)
+  for (const m of MODES) {
+    const g = PERMISSIONS[m](remote);
+    assert.ok(!g.read.includes(`${HOME}/.config/incus`), m);
+  }
+});

@@ -31,6 +31,7 @@ import { ACCOUNT_HELP, accountCommand, toolRules } from "./proxy_account.ts";
 import { install, uninstall } from "./proxy_install.ts";
 import { launch, start, stopProxy } from "./proxy_lifecycle.ts";
 import { status } from "./proxy_status.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx proxy [run|start|stop|restart|status|install|uninstall|dump|logs|activity|
                   account] [options]
@@ -117,6 +118,7 @@ async function runForeground(ctx: CliContext, values: Values): Promise<number> {
     proxy = await startHostProxy({
       ...ctx.perm,
       socket: ctx.global.socket,
+      incus: incusOptions(ctx),
       gitSha: ctx.env.ISX_GIT_SHA || null,
     }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
   } catch (e) {

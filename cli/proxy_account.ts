@@ -31,6 +31,7 @@ import { createIncusClient, type IncusClient, log } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext } from "./command.ts";
 import { getJson, out } from "./proxy_view.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 /** The `--help` of `isx proxy account`. */
 export const ACCOUNT_HELP = `Usage: isx proxy account list [--json]
@@ -52,7 +53,7 @@ never falls back to another account. Pins can also be set with isx branch --acco
 
 function withClient<T>(ctx: CliContext, fn: (c: IncusClient) => Promise<T>): Promise<T> {
   const client = createIncusClient({
-    socket: ctx.global.socket,
+    ...incusOptions(ctx),
     project: ctx.global.project ?? "",
     timeouts: { requestMs: SLOW_DAEMON_MS },
   });

@@ -53,6 +53,9 @@ function programArgs(ctx: CliContext): string[] {
     `${dir}/main.ts`,
   ];
   args.push("--socket", ctx.global.socket);
+  // the background proxy asks the same incusd and serves the same member
+  if (ctx.global.remote !== undefined) args.push("--remote", ctx.global.remote);
+  if (ctx.global.target) args.push("--target", ctx.global.target);
   return args;
 }
 

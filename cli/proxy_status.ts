@@ -35,6 +35,7 @@ import { createIncusClient } from "../rpc/mod.ts";
 import type { CliContext } from "./command.ts";
 import { ownBuild } from "./instance_checks.ts";
 import { out } from "./proxy_view.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 /** What `status` found. */
 export interface StatusReport {
@@ -51,7 +52,7 @@ export interface StatusReport {
 }
 
 async function bridgeFacts(ctx: CliContext, bridge: string) {
-  const client = createIncusClient({ socket: ctx.global.socket, timeouts: { requestMs: 3000 } });
+  const client = createIncusClient({ ...incusOptions(ctx), timeouts: { requestMs: 3000 } });
   try {
     const cfg = (await client.getNetwork(bridge)).value.config;
     return { gateway: gatewayOf(cfg), dns: dnsBlockGateway(cfg["raw.dnsmasq"] ?? "") };

@@ -11,6 +11,7 @@ import { serveRpc } from "../rpc/server/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { PERMISSIONS } from "./permissions.ts";
+import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isb [--socket PATH] [--project NAME] [--create-timeout D] rpc
 
@@ -26,6 +27,11 @@ only under the working directory (start it from the project's), and never from
 Global options (before or after \`rpc\`):
   --socket PATH         Incus unix socket (env INCUS_SOCKET, $INCUS_DIR/unix.socket,
                         default /var/lib/incus/unix.socket)
+  --remote NAME|URL     talk to an Incus remote instead of the socket: a name from the
+                        incus client's config.yml ($INCUS_CONF or ~/.config/incus, with
+                        its client.crt/client.key and servercerts/), or https://HOST:PORT
+                        (env INCUS_REMOTE)
+  --target MEMBER       cluster member new sandboxes are created on
   --project NAME        default Incus project of every request (env INCUS_PROJECT);
                         a request's own "project" param overrides it
   --org ORG             shorthand for --project isb-ORG (env ISB_ORG)
@@ -42,7 +48,7 @@ export function buildEngine(ctx: CliContext): { engine: Engine; close(): void } 
     ? undefined
     : parseDuration(ctx.global.createTimeout);
   const incus = createIncusClient({
-    socket: ctx.global.socket,
+    ...incusOptions(ctx),
     project: ctx.global.project ?? "",
     ...(createMs === undefined ? {} : { timeouts: { createMs } }),
   });

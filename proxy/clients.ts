@@ -179,7 +179,7 @@ export interface IncusLike {
   call(
     method: string,
     path: string,
-    opts: { query: Record<string, string | number | boolean> },
+    opts: { query: Record<string, string | number | boolean>; target?: string },
   ): Promise<{ kind: string; metadata?: unknown }>;
   /** Subscribes to `/1.0/events`. */
   events(

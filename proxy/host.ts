@@ -8,7 +8,15 @@
  * @module
  */
 
-import { createIncusClient, type IncusClient, IsbError, isNotFound, log } from "../rpc/mod.ts";
+import {
+  createIncusClient,
+  type IncusClient,
+  type IncusClientOptions,
+  IsbError,
+  isNotFound,
+  log,
+} from "../rpc/mod.ts";
+import { memberOnly } from "./member.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
 import { BridgeGuard, nftBinary } from "./guard.ts";
@@ -34,6 +42,8 @@ export interface HostPaths {
   isbStateDir: string;
   /** The Incus unix socket. */
   socket: string;
+  /** Another incusd (`--remote`) and the member served (`--target`); the socket when absent. */
+  incus?: IncusClientOptions;
   /** Where the program runs from (reported by `/health`). */
   programDir?: string;
   /** The build's commit (`ISX_GIT_SHA`, set by the launcher), if known. */
@@ -77,7 +87,7 @@ export async function startHostProxy(
   const ca = await loadCa(`${paths.stateDir}/ca`);
   // the CA too (after loadCa, which creates it): a renewed ca.crt is served only after a restart
   const watch = await ConfigWatch.start([configPath, credsPath, `${paths.stateDir}/ca/ca.crt`]);
-  const incus = createIncusClient({ socket: paths.socket });
+  const incus = createIncusClient(paths.incus ?? { socket: paths.socket });
   const cleanup: (() => Promise<void> | void)[] = [() => incus.close()];
   try {
     const gateway = config.gateway ?? await bridgeGateway(incus, config.bridge);
@@ -94,7 +104,9 @@ export async function startHostProxy(
     });
     const guard = new BridgeGuard(nftBinary());
     cleanup.unshift(() => guard.close());
-    const registry = new ClientRegistry(incusSource(incus), {
+    // on a cluster member (--target), only the instances it runs are callers of this proxy
+    const member = paths.incus?.target;
+    const registry = new ClientRegistry(incusSource(member ? memberOnly(incus, member) : incus), {
       now: Date.now,
       onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
     });

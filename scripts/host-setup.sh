@@ -21,6 +21,7 @@
 #   INCUS_BRIDGE_CIDR      bridge address/prefix                        (default: 10.77.0.1/24)
 #   DEBIAN_MIRROR          Debian mirror for the image                  (default: http://deb.debian.org/debian)
 #   BOOTSTRAP              mmdebstrap | debootstrap                     (default: mmdebstrap, ~2x faster)
+#   INCUS_HTTPS_ADDRESS    the API's HTTPS address when none is set     (default: 127.0.0.1:8443)
 #   INCUS_SMOKE_TEST=0     skip the final launch/exec/delete smoke test (default: 1)
 set -euo pipefail
 
@@ -181,6 +182,12 @@ if ! incus profile device show default | grep -q '^root:'; then
 fi
 if ! incus profile device show default | grep -q '^eth0:'; then
   incus profile device add default eth0 nic network="$BRIDGE" name=eth0 >/dev/null
+fi
+# The HTTPS API on loopback only, so the remote path (--remote, tests/live/remote_test.ts) runs
+# against this host on every change. Only trusted client certificates get in; an address the
+# admin already set (another port, a public one) is left alone.
+if [ -z "$(incus config get core.https_address)" ]; then
+  incus config set core.https_address "${INCUS_HTTPS_ADDRESS:-127.0.0.1:8443}"
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ function expected(prog: string, args: string[], env: Record<string, string>, cwd
     programDir: ROOT,
     execPath: DENO,
     socket: global.socket,
+    remote: global.remote !== undefined,
   });
   return launchFlags(ctx, launchMode(prog, command));
 }
@@ -70,6 +71,9 @@ const CASES: [string, string[]][] = [
   ["isx", ["--project", "p", "rpc"]],
   ["isx", ["--socket", "/run/other/incus.socket", "list"]],
   ["isb", ["--socket=/run/other/incus.socket", "rpc"]],
+  // a remote adds read of the incus client config (read before the mode is entered)
+  ["isx", ["--remote", "lab", "list"]],
+  ["isb", ["--remote=lab", "rpc"]],
 ];
 
 Deno.test("the launchers' flags equal the table's, on a miss and on the cached hit", async () => {
@@ -88,6 +92,16 @@ Deno.test("the launchers' flags equal the table's, on a miss and on the cached h
         `${prog} ${args}`,
       );
     }
+    // a remote (flag or INCUS_REMOTE) changes the flags, so it is part of the key
+    const cwd = `${dir}/work`;
+    const remote = expected("isx", ["--remote", "lab", "list"], env, cwd);
+    assert.notDeepEqual(remote, expected("isx", ["list"], env, cwd));
+    assert.ok(remote.some((f) => f.startsWith("--allow-read=") && f.includes("/.config/incus")));
+    const env3 = { ...env, INCUS_REMOTE: "lab" };
+    assert.deepEqual(
+      (await printed("isx", ["list"], env3, cwd)).filter((l) => !l.startsWith("#")),
+      remote,
+    );
     // a changed variable the table reads is a new key, not a stale hit
     const env2 = { ...env, XDG_STATE_HOME: `${dir}/state` };
     assert.deepEqual(

@@ -50,17 +50,20 @@ export class IncusConn {
   readonly project: string;
   /** Default deadlines. */
   readonly timeouts: Timeouts;
+  /** Cluster member new instances are placed on ("" = incusd chooses). */
+  readonly target: string;
 
   /** Binds a transport to a project ("default" is sent as no parameter) and deadlines. */
-  constructor(transport: HttpTransport, project: string, timeouts: Timeouts) {
+  constructor(transport: HttpTransport, project: string, timeouts: Timeouts, target = "") {
     this.transport = transport;
     this.project = project === "default" ? "" : project;
     this.timeouts = timeouts;
+    this.target = target;
   }
 
-  /** A copy scoped to `project` sharing the same transport. */
+  /** A copy scoped to `project` sharing the same transport (and placement target). */
   withProject(project: string): IncusConn {
-    return new IncusConn(this.transport, project, this.timeouts);
+    return new IncusConn(this.transport, project, this.timeouts, this.target);
   }
 
   /** `path` plus the query string, with `project` and `target` added. */

@@ -63,10 +63,8 @@ export async function createInstance(
   opts: CreateOptions,
 ): Promise<Operation> {
   const body = { type: "container", ...req };
-  const op = await conn.async("POST", "/1.0/instances", {
-    body,
-    ...(opts.target ? { target: opts.target } : {}),
-  });
+  const target = opts.target || conn.target; // the client's --target unless the call names one
+  const op = await conn.async("POST", "/1.0/instances", { body, ...(target ? { target } : {}) });
   return await waitOperation(conn, op, {
     step: opts.step,
     deadlineMs: opts.deadlineMs ?? conn.timeouts.createMs,

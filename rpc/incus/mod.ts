@@ -65,6 +65,17 @@ export { operationId, type WaitOptions } from "./operations.ts";
 export type { MutationOptions } from "./_mutate.ts";
 export { ISB_CODES, type IsbCode, type IsbData, IsbError } from "../errors.ts";
 export { toPut } from "./instances.ts";
+export {
+  checkRemote,
+  type IncusEndpoint,
+  type IncusRemote,
+  normalizeUrl,
+  parseRemotes,
+  type ReadText,
+  type RemoteProbe,
+  resolveRemote,
+  type ResolveRemoteOptions,
+} from "./remote.ts";
 export type { CreateOptions, StopOptions } from "./instances.ts";
 export type { FileContent, PushOptions } from "./files.ts";
 export type { VolumesPost } from "./storage.ts";
@@ -90,6 +101,8 @@ export interface IncusClientOptions {
   tls?: TlsIdentity;
   /** Project to scope calls to ("" or "default": the default project). */
   project?: string;
+  /** Cluster member new instances are created on (`?target=`); incusd chooses when absent. */
+  target?: string;
   /** Deadline overrides (milliseconds). */
   timeouts?: Partial<Timeouts>;
 }
@@ -232,7 +245,7 @@ export function createIncusClient(opts: IncusClientOptions = {}): IncusClient {
     ? new HttpTransport({ url: opts.url, tls: opts.tls })
     : new HttpTransport({ socket: opts.socket ?? "/var/lib/incus/unix.socket" });
   const timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
-  return bindClient(new IncusConn(transport, opts.project ?? "", timeouts));
+  return bindClient(new IncusConn(transport, opts.project ?? "", timeouts, opts.target ?? ""));
 }
 
 /** Binds every resource function to `c`. */

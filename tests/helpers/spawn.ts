@@ -55,10 +55,12 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
   const env = (k: string) => opts.env?.[k] ?? Deno.env.get(k);
   let socket: string | undefined;
   let command: string | undefined;
+  let remote = false;
   try {
     const parsed = splitGlobal(args, env);
     socket = parsed.global.socket;
     command = parsed.command;
+    remote = parsed.global.remote !== undefined;
   } catch {
     socket = undefined;
   }
@@ -68,6 +70,7 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
     programDir: ROOT,
     execPath: Deno.execPath(),
     ...(socket ? { socket } : {}),
+    remote,
   });
   // the program name as the child sees it: opts.prog, else ISX_PROG in its env, else isb
   const prog = opts.prog ?? opts.env?.ISX_PROG ?? "isb";

@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { ensureHttps, pemFingerprint } from "../helpers/incus_remote.ts";
 import {
   collect,
   createIncusClient,
@@ -212,13 +213,10 @@ async function firstEvent(
   return undefined;
 }
 
-/** Enables core.https_address on a free loopback port, trusts a fresh client cert, undoes both. */
+/** Over HTTPS on loopback (ensureHttps: never moved under other tests), a fresh trusted cert. */
 async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<void>) {
-  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (probe.addr as Deno.NetAddr).port;
-  probe.close();
+  const url = await ensureHttps(c);
   const info = await c.serverInfo();
-  const old = String(info.config["core.https_address"] ?? "");
   const dir = await Deno.makeTempDir({ prefix: "isx-tls-" });
   const name = `isx-test-${crypto.randomUUID().slice(0, 8)}`;
   let fingerprint = "";
@@ -248,26 +246,18 @@ async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<vo
     const cert = await Deno.readTextFile(`${dir}/cert.pem`);
     const key = await Deno.readTextFile(`${dir}/key.pem`);
     const der = cert.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "");
-    const raw = Uint8Array.from(atob(der), (ch) => ch.charCodeAt(0));
-    fingerprint = await sha256(raw);
+    fingerprint = await pemFingerprint(cert);
     await c.call("POST", "/1.0/certificates", {
       body: { type: "client", name, certificate: der, restricted: false },
     });
-    await c.call("PATCH", "/1.0", {
-      body: { config: { "core.https_address": `127.0.0.1:${port}` } },
-    });
     const serverCert = String(info.environment.certificate ?? "");
-    const remote = createIncusClient({
-      url: `https://127.0.0.1:${port}`,
-      tls: { cert, key, caCerts: [serverCert] },
-    });
+    const remote = createIncusClient({ url, tls: { cert, key, caCerts: [serverCert] } });
     try {
       await fn(remote);
     } finally {
       remote.close();
     }
   } finally {
-    await c.call("PATCH", "/1.0", { body: { config: { "core.https_address": old } } });
     if (fingerprint) await c.call("DELETE", `/1.0/certificates/${fingerprint}`).catch(() => {});
     await Deno.remove(dir, { recursive: true });
   }
