@@ -18,7 +18,7 @@ import {
 import { loadToolProxyRules, readHostConfig } from "../mcp/tool_rules.ts";
 import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
 import type { CliContext } from "./command.ts";
-import { incusOptions } from "./incus_remote.ts";
+import { incusOptions } from "./incus_options.ts";
 import type { Values } from "./proxy_view.ts";
 
 const enc = new TextEncoder();

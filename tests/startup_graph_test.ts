@@ -31,11 +31,19 @@ async function graphOf(root: string): Promise<Graph> {
 }
 
 /**
- * Repo-relative paths and npm package specifiers a root loads through its imports: static
- * ones, and with `dynamic` the statically analyzable dynamic ones too (Deno reads those before
- * the program starts). `import type` edges are erased at run time and not followed.
+ * Every module of a root's graph that Deno reads before the program starts: code imports,
+ * static and statically analyzable dynamic ones (type-only imports are not loaded).
  */
-function codeOf(g: Graph, root: string, dynamic = false): string[] {
+function all(g: Graph, root: string): string[] {
+  return closure(g, root, true);
+}
+
+/** Repo-relative paths and npm package specifiers a root loads through static imports. */
+function staticOf(g: Graph, root: string): string[] {
+  return closure(g, root, false);
+}
+
+function closure(g: Graph, root: string, dynamic: boolean): string[] {
   const modules = new Map(g.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
   const stack = [ROOT + root];
@@ -51,11 +59,11 @@ function codeOf(g: Graph, root: string, dynamic = false): string[] {
   return [...seen].map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
 }
 
-const MAIN = codeOf(await graphOf("main.ts"), "main.ts", true);
+const MAIN = all(await graphOf("main.ts"), "main.ts");
 
 /** What running one command loads: main.ts's graph and the command module's static graph. */
 async function loads(module: string): Promise<string[]> {
-  return [...new Set([...MAIN, ...codeOf(await graphOf(module), module)])].sort();
+  return [...new Set([...MAIN, ...staticOf(await graphOf(module), module)])].sort();
 }
 
 const COMMAND_MODULES = [
@@ -151,9 +159,10 @@ Deno.test("the guest bundle (cli/bundle.ts) carries every command without the so
 });
 
 Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP layer", async () => {
-  // The proxy runs for days and keeps every module it loaded (issue 11: footprint).
-  const run = codeOf(await graphOf("cli/proxy_run.ts"), "cli/proxy_run.ts");
-  const got = [...new Set([...(await loads("cli/proxy.ts")), ...run])];
+  // The proxy runs for days and keeps every module it evaluated (issue 11: footprint): the
+  // static graphs of main.ts, the command, its run module and (with --remote) incus_remote.ts.
+  const roots = ["main.ts", "cli/proxy.ts", "cli/proxy_run.ts", "cli/incus_remote.ts"];
+  const got = (await Promise.all(roots.map(async (r) => staticOf(await graphOf(r), r)))).flat();
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/mod.ts", "mcp/mod.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
   assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
