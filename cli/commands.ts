@@ -5,6 +5,14 @@
  * loads the MCP layer, the proxy or the templates, and `isx --help` loads no command at
  * all. `cli/mod_test.ts` checks each entry against the command its module exports.
  *
+ * The specifier of each `import()` is computed at run time on purpose: Deno reads and parses
+ * every statically analyzable `import("./x.ts")` (and its whole graph) before the program
+ * starts, which would load every command at every start. Such an import needs read access to
+ * the program's directory (every launch grants it) and, in a compiled binary, the module
+ * embedded with `--include` (scripts/compile.ts includes every {@link CommandEntry.module}).
+ * A bundler cannot follow one either: the bundle's entry (`cli/bundle.ts`) imports the
+ * modules statically and hands them over with {@link registerModules}.
+ *
  * @module
  */
 
@@ -16,82 +24,108 @@ export interface CommandEntry {
   /** The program names it answers to. */
   progs: readonly Prog[];
   summary: string;
+  /** The command's module, relative to `cli/`. */
+  module: string;
   /** Imports the command's module and returns the command. */
   load(): Promise<Command>;
 }
 
-async function instance(name: string): Promise<Command> {
-  const { INSTANCE_COMMANDS } = await import("./instances.ts");
-  return INSTANCE_COMMANDS.find((c) => c.name === name)!;
+type Pick = (m: Record<string, unknown>) => unknown;
+
+const REGISTERED = new Map<string, Record<string, unknown>>();
+
+/** Hands over command modules imported statically (by `cli/bundle.ts`): loaders use them. */
+export function registerModules(modules: Record<string, Record<string, unknown>>): void {
+  for (const [name, m] of Object.entries(modules)) REGISTERED.set(name, m);
+}
+
+function row(
+  name: string,
+  progs: readonly Prog[],
+  summary: string,
+  how: { module: string; pick: Pick },
+): CommandEntry {
+  return {
+    name,
+    progs,
+    summary,
+    module: how.module,
+    async load() {
+      const url = new URL(`./${how.module}`, import.meta.url).href;
+      return how.pick(REGISTERED.get(how.module) ?? await import(url)) as Command;
+    },
+  };
+}
+
+function named(module: string, exported: string) {
+  return { module, pick: (m: Record<string, unknown>) => m[exported] };
+}
+
+function instance(name: string) {
+  return {
+    module: "instances.ts",
+    pick: (m: Record<string, unknown>) =>
+      (m.INSTANCE_COMMANDS as readonly Command[]).find((c) => c.name === name),
+  };
 }
 
 /** All commands, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [
-  {
-    name: "rpc",
-    progs: ["isb", "isx"],
-    summary: "serve the SDK protocol (line-delimited JSON) on stdin/stdout",
-    load: async () => (await import("./rpc.ts")).rpcCommand,
-  },
-  {
-    name: "guest",
-    progs: ["isx"],
-    summary: "run a recorded task inside an instance (guest side)",
-    load: async () => (await import("./guest.ts")).guestCommand,
-  },
-  {
-    name: "init",
-    progs: ["isx"],
-    summary: "set up this host for isx (config, credentials skeleton, proxy CA, checks)",
-    load: async () => (await import("./init.ts")).initCommand,
-  },
-  {
-    name: "build",
-    progs: ["isx"],
-    summary: "build templates into stopped instances (missing parents first)",
-    load: async () => (await import("./build.ts")).buildCommand,
-  },
-  {
-    name: "branch",
-    progs: ["isx"],
-    summary: "make a running copy-on-write instance of a built template",
-    load: () => instance("branch"),
-  },
-  {
-    name: "list",
-    progs: ["isx"],
-    summary: "list templates and instances made by isx",
-    load: () => instance("list"),
-  },
-  {
-    name: "start",
-    progs: ["isx"],
-    summary: "start instances (each start gets a fresh instance secret)",
-    load: () => instance("start"),
-  },
-  { name: "stop", progs: ["isx"], summary: "stop instances", load: () => instance("stop") },
-  {
-    name: "destroy",
-    progs: ["isx"],
-    summary: "delete instances (or templates, or failed builds)",
-    load: () => instance("destroy"),
-  },
-  {
-    name: "shell",
-    progs: ["isx"],
-    summary: "open a login shell as agentuser in an instance",
-    load: async () => (await import("./shell.ts")).shellCommand,
-  },
-  {
-    name: "proxy",
-    progs: ["isx"],
-    summary: "the credential-injecting, counting proxy (run, start, stop, status, logs, activity)",
-    load: async () => (await import("./proxy.ts")).proxyCommand,
-  },
-  {
-    name: "mcp",
-    progs: ["isx"],
-    summary: "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",
-    load: async () => (await import("./mcp.ts")).mcpCommand,
-  },
+  row(
+    "rpc",
+    ["isb", "isx"],
+    "serve the SDK protocol (line-delimited JSON) on stdin/stdout",
+    named("rpc.ts", "rpcCommand"),
+  ),
+  row(
+    "guest",
+    ["isx"],
+    "run a recorded task inside an instance (guest side)",
+    named("guest.ts", "guestCommand"),
+  ),
+  row(
+    "init",
+    ["isx"],
+    "set up this host for isx (config, credentials skeleton, proxy CA, checks)",
+    named("init.ts", "initCommand"),
+  ),
+  row(
+    "build",
+    ["isx"],
+    "build templates into stopped instances (missing parents first)",
+    named("build.ts", "buildCommand"),
+  ),
+  row(
+    "branch",
+    ["isx"],
+    "make a running copy-on-write instance of a built template",
+    instance("branch"),
+  ),
+  row("list", ["isx"], "list templates and instances made by isx", instance("list")),
+  row(
+    "start",
+    ["isx"],
+    "start instances (each start gets a fresh instance secret)",
+    instance("start"),
+  ),
+  row("stop", ["isx"], "stop instances", instance("stop")),
+  row("destroy", ["isx"], "delete instances (or templates, or failed builds)", instance("destroy")),
+  row(
+    "shell",
+    ["isx"],
+    "open a login shell as agentuser in an instance",
+    named("shell.ts", "shellCommand"),
+  ),
+  row(
+    "proxy",
+    ["isx"],
+    "the credential-injecting, counting proxy (run, start, stop, status, logs, activity)",
+    named("proxy.ts", "proxyCommand"),
+  ),
+  row(
+    "mcp",
+    ["isx"],
+    "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",
+    named("mcp.ts", "mcpCommand"),
+  ),
 ];

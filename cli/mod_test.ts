@@ -30,3 +30,15 @@ Deno.test("COMMANDS: each entry's loader returns its command, with the same name
     assert.equal(cmd.summary, entry.summary, entry.name);
   }
 });
+
+Deno.test("COMMANDS: each module is named relative to cli/ and exists", async () => {
+  for (const entry of COMMANDS) {
+    assert.match(entry.module, /^[a-z_]+\.ts$/);
+    await Deno.stat(new URL(entry.module, import.meta.url));
+  }
+});
+
+Deno.test("cli/bundle.ts registers every module the dispatch table names", async () => {
+  const { BUNDLED } = await import("./bundle.ts");
+  assert.deepEqual(Object.keys(BUNDLED).sort(), [...new Set(COMMANDS.map((c) => c.module))].sort());
+});

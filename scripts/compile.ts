@@ -13,6 +13,7 @@
  * @module
  */
 
+import { COMMANDS } from "../cli/commands.ts";
 import { parseArgs } from "node:util";
 import { launchFlags, launchMode } from "../cli/launch.ts";
 import { contextFrom } from "../cli/permissions.ts";
@@ -38,6 +39,8 @@ async function compile(prog: "isx" | "isb", out: string): Promise<void> {
     ...compileFlags(undefined, prog),
     "--include",
     `${root}/guest`,
+    // the command modules: imported by computed specifiers, so deno compile does not see them
+    ...COMMANDS.flatMap((c) => ["--include", `${root}/cli/${c.module}`]),
     "--output",
     `${out}/${prog}`,
     `${root}/main.ts`,

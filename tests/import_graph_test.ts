@@ -56,7 +56,10 @@ function allowed(from: string, to: string): boolean {
   }
   if (a === "tests" || a === "bench" || isTest(from)) return true;
   if (from === "main.ts") return b === "cli";
-  if (a === "scripts") return ["cli/permissions.ts", "cli/launch.ts"].includes(to); // compile flags
+  if (a === "scripts") {
+    // compile flags, and the command modules to embed
+    return ["cli/permissions.ts", "cli/launch.ts", "cli/commands.ts"].includes(to);
+  }
   if (a === "cli") {
     // and rpc's three leaf modules, so the composition root starts without the engine
     return [

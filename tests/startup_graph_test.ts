@@ -1,44 +1,63 @@
 /**
  * What each mode loads at start-up, read off the module graph Deno itself builds
- * (`deno info --json main.ts`): the modules reachable from main.ts and the command's module
- * through static imports. Dynamic imports are the dispatch table's loaders (cli/commands.ts),
- * so a command's module counts only for its own command. Spawn cost is paid per SDK client
+ * (`deno info --json`): everything in main.ts's graph (Deno reads it all before the program
+ * starts, statically analyzable dynamic imports included), plus the command module's static
+ * graph. The dispatch table (cli/commands.ts) imports a command by a computed specifier, so a
+ * command's module counts only for its own command. Spawn cost is paid per SDK client
  * (`isb rpc`) and per agent session (`isx mcp`), and every module costs start-up time.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("..", import.meta.url).href;
-const info = await new Deno.Command(Deno.execPath(), {
-  args: ["info", "--json", "main.ts"],
-  cwd: new URL("..", import.meta.url).pathname,
-  stdout: "piped",
-  stderr: "inherit",
-}).output();
-if (!info.success) throw new Error("deno info --json main.ts failed");
 interface Dep {
   code?: { specifier?: string };
   isDynamic?: boolean;
 }
-const graph = JSON.parse(new TextDecoder().decode(info.stdout)) as {
+interface Graph {
   modules: { specifier: string; dependencies?: Dep[] }[];
   redirects: Record<string, string>;
-};
-const MODULES = new Map(graph.modules.map((m) => [m.specifier, m]));
+}
 
-/** Repo-relative paths and npm package specifiers loaded from these roots. */
-function loads(...roots: string[]): string[] {
+/** Deno's own module graph of one root: what `deno run` reads before the program starts. */
+async function graphOf(root: string): Promise<Graph> {
+  const info = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", root],
+    cwd: new URL("..", import.meta.url).pathname,
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!info.success) throw new Error(`deno info --json ${root} failed`);
+  return JSON.parse(new TextDecoder().decode(info.stdout));
+}
+
+/** Every module of a root's graph (Deno reads them all, dynamic imports included). */
+function all(g: Graph): string[] {
+  return g.modules.map((m) => m.specifier)
+    .map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
+}
+
+/** Repo-relative paths and npm package specifiers a root loads through static imports. */
+function staticOf(g: Graph, root: string): string[] {
+  const modules = new Map(g.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
-  const stack = roots.map((r) => ROOT + r);
+  const stack = [ROOT + root];
   while (stack.length) {
     const s0 = stack.pop()!;
-    const s = graph.redirects[s0] ?? s0;
+    const s = g.redirects[s0] ?? s0;
     if (seen.has(s)) continue;
     seen.add(s);
-    for (const d of MODULES.get(s)?.dependencies ?? []) {
+    for (const d of modules.get(s)?.dependencies ?? []) {
       if (d.code?.specifier && !d.isDynamic) stack.push(d.code.specifier);
     }
   }
   return [...seen].map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
+}
+
+const MAIN = all(await graphOf("main.ts"));
+
+/** What running one command loads: main.ts's graph and the command module's static graph. */
+async function loads(module: string): Promise<string[]> {
+  return [...new Set([...MAIN, ...staticOf(await graphOf(module), module)])].sort();
 }
 
 const COMMAND_MODULES = [
@@ -55,33 +74,80 @@ const under = (xs: string[], ...prefixes: string[]) =>
   xs.filter((x) => prefixes.some((p) => x.startsWith(p)));
 
 Deno.test("main.ts alone (isx --help, --version, mistakes) loads no command, engine or npm package", () => {
-  const got = loads("main.ts");
+  // the whole graph Deno reads at start, dynamic imports included: no command is prefetched
+  const got = MAIN;
   assert.deepEqual(under(got, ...COMMAND_MODULES), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/incus/", "mcp/", "proxy/"), []);
   assert.deepEqual(under(got, "npm:"), []);
 });
 
-Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the guest", () => {
-  const got = loads("main.ts", "cli/rpc.ts");
+Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the guest", async () => {
+  const got = await loads("cli/rpc.ts");
   assert.deepEqual(under(got, "mcp/", "proxy/", "guest/"), []);
   assert.deepEqual(under(got, ...COMMAND_MODULES.filter((m) => m !== "cli/rpc.ts")), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv", "npm:/@peculiar"), []);
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right: rpc has its server
 });
 
-Deno.test("isx guest loads neither the sandbox engine, the proxy nor the MCP layer", () => {
-  const got = loads("main.ts", "cli/guest.ts");
+Deno.test("isx guest loads neither the sandbox engine, the proxy nor the MCP layer", async () => {
+  const got = await loads("cli/guest.ts");
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "mcp/", "proxy/", "npm:"), []);
   assert.ok(got.includes("guest/mod.ts"));
 });
 
-Deno.test("only isb rpc loads the rpc server; no command loads another command's module", () => {
+Deno.test("only isb rpc loads the rpc server; no command loads another command's module", async () => {
   for (const m of COMMAND_MODULES.filter((m) => m !== "cli/rpc.ts")) {
-    const got = loads("main.ts", m);
+    const got = await loads(m);
     assert.deepEqual(under(got, "rpc/server/"), [], m);
     const others = COMMAND_MODULES.filter((o) =>
       o !== m && !(m === "cli/instances.ts" && o === "cli/shell.ts")
     );
     assert.deepEqual(under(got, ...others), [], m);
+  }
+});
+
+Deno.test("the guest bundle (cli/bundle.ts) carries every command without the sources", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "isx-bundle-" });
+  try {
+    const root = new URL("..", import.meta.url).pathname;
+    const made = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform=deno",
+        "--config",
+        `${root}deno.json`,
+        "-o",
+        `${dir}/isx.js`,
+        `${root}cli/bundle.ts`,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.ok(made.success, new TextDecoder().decode(made.stderr));
+    for (const cmd of ["guest", "rpc", "list", "mcp"]) {
+      const run = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-config",
+          "--no-lock",
+          "--quiet",
+          "--no-prompt",
+          "-A",
+          `${dir}/isx.js`,
+          cmd,
+          "--help",
+        ],
+        cwd: dir,
+        env: { ISX_PROG: "isx" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const out = new TextDecoder().decode(run.stdout);
+      assert.ok(run.success, `${cmd}: ${new TextDecoder().decode(run.stderr)}`);
+      assert.match(out, new RegExp(`^Usage: is[bx] .*${cmd}`), cmd);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,9 +1,10 @@
 /**
  * Delivering this program into guests for its guest runner mode: one `deno bundle` of
- * `main.ts` (a single JavaScript file, npm dependencies inlined), the deno runtime it was
- * started with, and `/usr/local/bin/isx`, a launcher that starts the bundle with the
- * permission flags the CLI computed for guests. `deno compile` output cannot run on these
- * hosts (shared/reference/deno-notes.md), so the bundle is the deliverable.
+ * `cli/bundle.ts` (main.ts with every command imported statically; a single JavaScript file,
+ * npm dependencies inlined), the deno runtime it was started with, and `/usr/local/bin/isx`,
+ * a launcher that starts the bundle with the permission flags the CLI computed for guests.
+ * `deno compile` output cannot run on these hosts (shared/reference/deno-notes.md), so the
+ * bundle is the deliverable.
  *
  * @module
  */
@@ -66,7 +67,7 @@ export async function bundleProgram(
     `${src.programDir}/deno.json`,
     "-o",
     out,
-    `${src.programDir}/main.ts`,
+    `${src.programDir}/cli/bundle.ts`, // main.ts with every command imported statically
   ], { ...tools, env: { ...tools.env, NO_COLOR: "1" } });
   return out;
 }

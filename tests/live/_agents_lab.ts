@@ -18,7 +18,7 @@ import { loadCa } from "../../proxy/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
 import { parseCredentials } from "../../proxy/credentials.ts";
 import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
-import { Policy, startProxy } from "../../proxy/mod.ts";
+import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import {
   AGENT_RUNNER_FILES,
   type AgentEvent,
@@ -320,6 +320,13 @@ export class AgentsLab implements AsyncDisposable {
     });
     const log = await this.#read(`${dir}/runner-${run}.log`);
     return { code: r.exitCode, output: log ?? "", ...(await this.files(task, run)) };
+  }
+
+  /** The proxy's `/activity` entry of the lab's instance. */
+  async activity() {
+    const port = this.#proxy!.addrs.health[0]!.port;
+    const res = await fetch(`http://127.0.0.1:${port}/activity`);
+    return parseActivity(await res.json()).instances[this.name];
   }
 
   /** Sends `signal` to the runner of a task's run (as a cancel's TERM reaches it). */

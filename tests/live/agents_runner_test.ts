@@ -221,6 +221,19 @@ Deno.test({
       assert.ok(!ls.stdout.includes("pi-session.jsonl"), "no new session file was made");
     });
 
+    // before the TERM steps: a call cut mid-stream has no output tokens to count
+    await t.step("the proxy counted the instance's model calls and tokens", async () => {
+      const calls = lab.anthropic.modelCalls().length;
+      const a = await lab.activity();
+      assert.ok(a, "the proxy knows the instance");
+      assert.equal(a.requests, calls, "every Anthropic model call, and nothing else");
+      assert.equal(a.output_tokens, calls * MOCK_USAGE.output);
+      assert.equal(a.input_tokens, calls * MOCK_USAGE.input);
+      if (ONLY.includes("codex")) {
+        assert.ok(a.traffic_requests > 0, "Codex's OpenAI calls show in traffic_*");
+      }
+    });
+
     for (const agent of ONLY) {
       await t.step(
         `${agent}: a TERM mid-turn ends the run with 143 and leaves nothing running`,

@@ -1,0 +1,35 @@
+/**
+ * Entry of the single-file bundle of this program that `isx build` delivers into guests
+ * (`mcp/templates/program.ts`). `cli/commands.ts` imports a command's module by a specifier
+ * computed at run time (so Deno does not read every command at every start), which a bundler
+ * cannot follow; this entry imports every command module statically instead and registers
+ * them, then runs the CLI as main.ts does.
+ *
+ * @module
+ */
+
+import * as build from "./build.ts";
+import * as guest from "./guest.ts";
+import * as init from "./init.ts";
+import * as instances from "./instances.ts";
+import * as mcp from "./mcp.ts";
+import * as proxy from "./proxy.ts";
+import * as rpc from "./rpc.ts";
+import * as shell from "./shell.ts";
+import { registerModules } from "./commands.ts";
+import { runCli } from "./mod.ts";
+
+/** Every command module, by its name in the dispatch table. */
+export const BUNDLED: Record<string, Record<string, unknown>> = {
+  "build.ts": build,
+  "guest.ts": guest,
+  "init.ts": init,
+  "instances.ts": instances,
+  "mcp.ts": mcp,
+  "proxy.ts": proxy,
+  "rpc.ts": rpc,
+  "shell.ts": shell,
+};
+registerModules(BUNDLED);
+
+if (import.meta.main) Deno.exit(await runCli(Deno.args));
