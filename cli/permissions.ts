@@ -179,7 +179,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), its own state (audit log, session heartbeats); no program to run.
+  // writes its config), its own state (audit log, session heartbeats), the guest runner
+  // sources; no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -189,6 +190,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
+      `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

@@ -104,7 +104,9 @@ export async function ensureTemplate(): Promise<void> {
 /** The lab: open() it, use it, dispose it. */
 export class AgentsLab implements AsyncDisposable {
   readonly incus: IncusClient;
-  readonly name = testName("runners");
+  readonly name: string;
+  /** An instance made elsewhere (e.g. by `isx mcp`): configured here, never created or removed. */
+  readonly #external: boolean;
   readonly anthropic: MockServer = startMockAnthropic();
   readonly openai: MockServer = startMockOpenAI();
   readonly id = crypto.randomUUID().slice(0, 8);
@@ -119,7 +121,9 @@ export class AgentsLab implements AsyncDisposable {
   #created = false;
   tlsPort = 0;
 
-  constructor() {
+  constructor(o: { instance?: string } = {}) {
+    this.name = o.instance ?? testName("runners");
+    this.#external = o.instance !== undefined;
     this.incus = createIncusClient({
       socket: LIVE_SOCKET,
       timeouts: { requestMs: SLOW_DAEMON_MS },
@@ -127,8 +131,8 @@ export class AgentsLab implements AsyncDisposable {
   }
 
   /** Starts the proxy and mocks, copies the template and configures its agents. */
-  static async open(): Promise<AgentsLab> {
-    const lab = new AgentsLab();
+  static async open(o: { instance?: string } = {}): Promise<AgentsLab> {
+    const lab = new AgentsLab(o);
     try {
       await lab.#open();
       return lab;
@@ -177,12 +181,14 @@ export class AgentsLab implements AsyncDisposable {
     });
     this.#created = true;
     // a branch as isx makes it: pinned NICs and stamps, or the proxy gives it no credential
-    await branchInstance(this.incus, {
-      name: this.name,
-      template: AGENTS_TEMPLATE,
-      proxy: { bridge: BRIDGE },
-      network: "full",
-    });
+    if (!this.#external) {
+      await branchInstance(this.incus, {
+        name: this.name,
+        template: AGENTS_TEMPLATE,
+        proxy: { bridge: BRIDGE },
+        network: "full",
+      });
+    }
     await this.#registry.refresh();
     await this.root(
       `update-ca-certificates >/dev/null; mkdir -p ${SCRIPTS}; ` +
@@ -393,7 +399,7 @@ export class AgentsLab implements AsyncDisposable {
         gateway: this.#gateway,
         tag: `isx-runners-${this.id}`,
       }).catch(() => {});
-      await removeInstance(this.incus, this.name).catch(() => {});
+      if (!this.#external) await removeInstance(this.incus, this.name).catch(() => {});
     }
     await this.#proxy?.close();
     await this.#registry?.close();

@@ -1,0 +1,205 @@
+/**
+ * Delegation end to end: the SDK client over stdio against the real `isx mcp`, an instance it
+ * created from `tpl-agents` on real Incus, the real agent CLIs in it talking through the real
+ * proxy (the agents lab's, in this process) to the scripted model mocks on the host. Per
+ * agent: `delegate` makes the agent write a file with its own tool, a second delegation to the
+ * busy instance is refused `wrong_state`, `task_result` has the report and figures, `get_diff`
+ * shows the file, `send_message` continues the same session (the mock sees the earlier turns),
+ * the proxy put the real key on every call. Plus `max_turns` refused, `cancel_task` mid-turn
+ * leaves nothing running, and no real credential on the guest. Needs the built template; without
+ * it the test is ignored with a printed reason.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { Client } from "@modelcontextprotocol/client";
+import { NO_INCUS } from "../helpers/live.ts";
+import { call, connect, makeHome, refusal } from "../helpers/mcp.ts";
+import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "./_agents_lab.ts";
+
+// ISX_TEST_DELEGATE_AGENTS=claude,codex,pi,opencode widens the per-agent steps
+const AGENTS = (Deno.env.get("ISX_TEST_DELEGATE_AGENTS") || "claude,codex").split(",");
+const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
+const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+if (!NO_INCUS && WANTED && !HAVE) {
+  // deno-lint-ignore no-console
+  console.error(`delegate live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);
+}
+const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
+const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
+
+async function finish(c: Client, task: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 4; i++) {
+    const st = sc(await call(c, "task_status", { task_id: task, wait_seconds: 120 }));
+    if (st.state !== "running") return st;
+  }
+  throw new Error(`task ${task} still running`);
+}
+
+Deno.test({
+  name: "isx mcp delegates to real agents: write, report, diff, continue, cancel",
+  ignore: !HAVE,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn(t) {
+    const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
+    const c = await connect(h, "legacy", { extra: ["--no-preflight"] });
+    let lab: AgentsLab | undefined;
+    let instance = "";
+    try {
+      const lt = sc(await call(c, "list_templates"));
+      const tpl = (lt.templates as Record<string, unknown>[]).find((x) =>
+        x.template === AGENTS_TEMPLATE
+      )!;
+      assert.equal(tpl.supports_delegate, true);
+      assert.equal(tpl.default_delegate_agent, "claude");
+      const agents = tpl.delegate_agents as Record<string, unknown>[];
+      assert.deepEqual(agents.map((a) => a.agent), ["claude", "codex", "pi", "opencode"]);
+      assert.deepEqual(agents.find((a) => a.agent === "codex")!.approval_policy, "never");
+
+      const made = await call(c, "create_instance", {
+        template: AGENTS_TEMPLATE,
+        purpose: "delegate live test",
+      });
+      assert.equal(refusal(made), undefined, text(made));
+      instance = String(sc(made).instance);
+      assert.equal(sc(made).supports_delegate, true);
+      // the lab points the agents at its proxy and mocks (test names, its CA, placeholders)
+      lab = await AgentsLab.open({ instance });
+      const env = Object.entries(lab.runEnv()).filter(([k]) =>
+        !["HOME", "USER", "PATH"].includes(k)
+      )
+        .map(([k, v]) => `export ${k}='${v}'\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
+      // runs start in a login shell (su -): the profile carries the lab's endpoints
+      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
+        step: "push test env",
+        mode: 0o644,
+      });
+
+      await t.step("max_turns is refused invalid_argument", async () => {
+        const r = await call(c, "delegate", { instance, instruction: "x", max_turns: 3 });
+        assert.equal(refusal(r), "invalid_argument");
+        const bad = await call(c, "delegate", {
+          instance,
+          instruction: "x",
+          agent: "claude",
+          cwd: "/nope",
+        });
+        assert.equal(refusal(bad), "invalid_argument", text(bad));
+      });
+
+      for (const agent of AGENTS) {
+        const mock = agent === "codex" ? lab.openai : lab.anthropic;
+        const out = `${PROJECT}/out-${agent}.txt`;
+        let task = "";
+        await t.step(
+          `${agent}: delegate writes a file; a second delegation is wrong_state`,
+          async () => {
+            const before = mock.modelCalls().length;
+            const r = await call(c, "delegate", {
+              instance,
+              agent,
+              cwd: PROJECT,
+              instruction: `Please do this. MOCK_WRITE_FILE ${out} hello-${agent}`,
+            });
+            assert.equal(refusal(r), undefined, text(r));
+            const d = sc(r);
+            task = String(d.task_id);
+            assert.equal(d.kind, "agent");
+            assert.equal(d.run, 1);
+            assert.equal(d.agent, agent);
+            const again = await call(c, "delegate", { instance, instruction: "another" });
+            assert.equal(refusal(again), "wrong_state", text(again));
+            const st = await finish(c, task);
+            assert.equal(st.state, "finished", JSON.stringify(st));
+            const res = await call(c, "task_result", { task_id: task, events: true });
+            assert.equal(refusal(res), undefined, text(res));
+            const rr = sc(res);
+            assert.equal(rr.outcome, "success", JSON.stringify(rr));
+            assert.equal(rr.exit_code, 0);
+            assert.match(String(rr.report), /^MOCK_DONE: /);
+            assert.ok((rr.recent as string[]).some((x) => x.startsWith("ran ")), "a tool was used");
+            if (agent !== "codex") assert.equal(rr.turns, 2);
+            assert.ok(((rr.tokens as Record<string, number>).output_tokens ?? 0) > 0);
+            assert.ok(mock.modelCalls().length > before, `${agent} called the model`);
+            for (const m of mock.modelCalls().slice(before)) {
+              const cred = agent === "codex" ? m.headers["authorization"] : m.headers["x-api-key"];
+              assert.equal(cred, agent === "codex" ? `Bearer ${REAL.openai}` : REAL.anthropic);
+            }
+          },
+        );
+        await t.step(`${agent}: get_diff shows the file`, async () => {
+          const r = await call(c, "get_diff", { task_id: task });
+          assert.equal(refusal(r), undefined, text(r));
+          const d = sc(r) as {
+            repos: { repo: string; files: Record<string, unknown>[] }[];
+            patch?: string;
+          };
+          assert.equal(d.repos[0]!.repo, PROJECT);
+          assert.deepEqual(d.repos[0]!.files.find((f) => f.path === `out-${agent}.txt`), {
+            path: `out-${agent}.txt`,
+            added: 1,
+            deleted: 0,
+          });
+          assert.match(d.patch ?? "", new RegExp(`\\+hello-${agent}`));
+          const stat = sc(await call(c, "get_diff", { task_id: task, stat: true }));
+          assert.equal(stat.patch, undefined);
+        });
+        await t.step(`${agent}: send_message continues the same session`, async () => {
+          const r = await call(c, "send_message", {
+            task_id: task,
+            message: "Second message: MOCK_CHECK",
+          });
+          assert.equal(refusal(r), undefined, text(r));
+          assert.equal(sc(r).run, 2);
+          const st = await finish(c, task);
+          assert.equal(st.state, "finished");
+          assert.equal(st.run, 2);
+          const rr = sc(await call(c, "task_result", { task_id: task }));
+          const n = Number(/MOCK_REPLY n=(\d+)/.exec(String(rr.report))?.[1]);
+          assert.ok(n >= 3, `the resumed request held the earlier turns: ${rr.report}`);
+          assert.ok(mock.modelCalls().at(-1)!.body.includes(`MOCK_WRITE_FILE ${out}`));
+        });
+      }
+
+      await t.step("cancel_task mid-turn leaves nothing of the task running", async () => {
+        const mock = lab!.anthropic;
+        const before = mock.modelCalls().length;
+        for (let i = 0; i < 3; i++) mock.queue({ delayMs: 3000 });
+        const r = await call(c, "delegate", {
+          instance,
+          agent: "claude",
+          cwd: PROJECT,
+          instruction: "MOCK_SLOW",
+        });
+        assert.equal(refusal(r), undefined, text(r));
+        const task = String(sc(r).task_id);
+        const end = Date.now() + 120_000;
+        while (mock.modelCalls().length === before && Date.now() < end) {
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.ok(mock.modelCalls().length > before, "the agent was in a model call");
+        await call(c, "cancel_task", { task_id: task });
+        mock.clearQueue();
+        const st = await finish(c, task);
+        assert.equal(st.state, "finished");
+        assert.equal(st.exit_code, 143);
+        assert.deepEqual(await lab!.taskProcesses(task), [], "nothing of the task runs");
+      });
+
+      await t.step("no real credential is on the guest's disk or in its processes", async () => {
+        const r = await lab!.root(
+          `grep -rIl -e '${REAL.anthropic}' -e '${REAL.openai}' /home /root /etc /tmp /opt /run 2>/dev/null; ` +
+            `cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c -e '${REAL.anthropic}' -e '${REAL.openai}' || true`,
+        );
+        assert.equal(r.trim(), "0", r);
+      });
+    } finally {
+      if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
+      await c.close();
+      await lab?.[Symbol.asyncDispose]();
+      await Deno.remove(h.dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
