@@ -16,9 +16,9 @@
 import { type IsbCode, IsbError } from "../rpc/errors.ts";
 import { isLogLevel, setLogLevel } from "../rpc/log.ts";
 import { VERSION } from "../rpc/version.ts";
-import { type GlobalFlags, splitGlobal, UsageError } from "./args.ts";
-import type { Command, IncusPlace, Prog } from "./command.ts";
-import { type CommandEntry, COMMANDS } from "./commands.ts";
+import { splitGlobal, UsageError } from "./args.ts";
+import type { Command, Prog } from "./command.ts";
+import { type CommandEntry, COMMANDS, importModule } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
 
 export type { Prog };
@@ -101,21 +101,6 @@ function findCommand(prog: Prog, name: string): CommandEntry | undefined {
   return COMMANDS.find((c) => c.name === name && c.progs.includes(prog));
 }
 
-/** What cli/incus_remote.ts offers the root (typed here: a type import would join the graph). */
-interface PlaceModule {
-  resolvePlace(global: GlobalFlags, confDir: string | undefined): IncusPlace;
-  preflightPlace(place: IncusPlace, global: GlobalFlags): Promise<void>;
-}
-
-/**
- * Loads cli/incus_remote.ts only when `--remote`/`--target` is used, by a computed specifier
- * like the commands (cli/commands.ts): every Incus command imports it already, so this costs
- * nothing then, and a plain start never reads it.
- */
-async function loadPlace(): Promise<PlaceModule> {
-  return await import(new URL("./incus_remote.ts", import.meta.url).href) as PlaceModule;
-}
-
 /** Runs the program for `argv`; returns the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
   const prog = progName();
@@ -171,7 +156,9 @@ export async function runCli(argv: string[]): Promise<number> {
     if (names === true) Object.assign(env, Deno.env.toObject());
     else for (const k of names) env[k] = Deno.env.get(k) ?? "";
     // a remote's files are read now: the mode entered next keeps no read of them
-    const place = global.remote !== undefined || global.target ? await loadPlace() : undefined;
+    const place = global.remote !== undefined || global.target
+      ? await importModule<typeof import("./incus_remote.ts")>("incus_remote.ts")
+      : undefined;
     const incus = place?.resolvePlace(global, perm.incusConf);
     enterMode(mode, perm);
     if (place && incus && mode !== "info" && mode !== "guest") {

@@ -61,7 +61,7 @@ function allowed(from: string, to: string): boolean {
     return ["cli/permissions.ts", "cli/launch.ts", "cli/commands.ts"].includes(to);
   }
   if (a === "cli") {
-    // and rpc's three leaf modules, so the composition root starts without the engine
+    // and rpc's leaf modules, so the root and `isb rpc` start without the engine
     return [
       "rpc/mod.ts",
       "rpc/server/mod.ts",
@@ -71,6 +71,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/errors.ts",
       "rpc/log.ts",
       "rpc/version.ts",
+      "rpc/duration.ts",
     ].includes(to);
   }
   if (a === "mcp") {

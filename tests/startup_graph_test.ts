@@ -30,14 +30,20 @@ async function graphOf(root: string): Promise<Graph> {
   return JSON.parse(new TextDecoder().decode(info.stdout));
 }
 
-/** Every module of a root's graph (Deno reads them all, dynamic imports included). */
-function all(g: Graph): string[] {
-  return g.modules.map((m) => m.specifier)
-    .map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
+/**
+ * Every module of a root's graph that Deno reads before the program starts: code imports,
+ * static and statically analyzable dynamic ones (type-only imports are not loaded).
+ */
+function all(g: Graph, root: string): string[] {
+  return closure(g, root, true);
 }
 
 /** Repo-relative paths and npm package specifiers a root loads through static imports. */
 function staticOf(g: Graph, root: string): string[] {
+  return closure(g, root, false);
+}
+
+function closure(g: Graph, root: string, dynamic: boolean): string[] {
   const modules = new Map(g.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
   const stack = [ROOT + root];
@@ -47,13 +53,13 @@ function staticOf(g: Graph, root: string): string[] {
     if (seen.has(s)) continue;
     seen.add(s);
     for (const d of modules.get(s)?.dependencies ?? []) {
-      if (d.code?.specifier && !d.isDynamic) stack.push(d.code.specifier);
+      if (d.code?.specifier && (dynamic || !d.isDynamic)) stack.push(d.code.specifier);
     }
   }
   return [...seen].map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
 }
 
-const MAIN = all(await graphOf("main.ts"));
+const MAIN = all(await graphOf("main.ts"), "main.ts");
 
 /** What running one command loads: main.ts's graph and the command module's static graph. */
 async function loads(module: string): Promise<string[]> {
