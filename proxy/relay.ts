@@ -6,7 +6,7 @@
  * instance; the body follows as bytes. The response head is parsed and rewritten, and its
  * body relayed through one reusable buffer: scrubbed in place, read for usage on model
  * calls, counted (a body compressed despite `Accept-Encoding: identity` is decoded first,
- * or read from a decoded copy: proxy/relay_decode.ts). Measured against `Deno.serve` + `fetch` this does a fraction of the work
+ * or read from a decoded copy: proxy/relay_decode.ts; one exchange: proxy/relay_exchange.ts). Measured against `Deno.serve` + `fetch` this does a fraction of the work
  * per byte (no stream machinery, no copies, no re-chunking by two HTTP stacks); see
  * docs/decisions.md and bench/proxy_bench.ts.
  *
@@ -21,45 +21,20 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import type { Handoff } from "./handoff.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { pipeConns } from "./forward.ts";
-import {
-  answerBytes,
-  connectionTokens,
-  type Framing,
-  parseRequestHead,
-  requestFraming,
-  type RequestHead,
-  requestHeadBytes,
-  responseFraming,
-  responseHeadBytes,
-} from "./http1.ts";
-import {
-  BodyWriter,
-  pumpRequest,
-  pumpResponse,
-  readFinalHead,
-  UNANSWERED,
-  writeAll,
-} from "./relay_body.ts";
-import { scrubText } from "./rewrite.ts";
+import { answerBytes, parseRequestHead, requestFraming } from "./http1.ts";
+import { BodyWriter, writeAll } from "./relay_body.ts";
 import { hostOnly } from "./policy.ts";
-import { Scrubber } from "./scrub.ts";
-import { type Admission, admit, callerOf, type InterceptDeps } from "./admit.ts";
-import type { ModelCall, TrafficCall } from "./counter.ts";
-import type { Lease, UpstreamPool } from "./upstream_pool.ts";
-import { bodyKind, UsageReader } from "./usage.ts";
-import { DecodingUsageReader } from "./decode.ts";
-import { bodyPlan, DecodingSink, guestResponseHeaders } from "./relay_decode.ts";
-import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
+import { admit, callerOf, type InterceptDeps } from "./admit.ts";
+import type { UpstreamPool } from "./upstream_pool.ts";
+import { DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
+import { exchange, type ExchangeSide, message } from "./relay_exchange.ts";
 
 /** How long a refused guest gets to finish sending before its connection closes. */
 const LINGER_MS = 1_000;
-
-/** Methods a request may be sent again for (RFC 9110 §9.2.2), when it has no body. */
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]);
 
 /** What the relay needs beyond the handler's dependencies. */
 export interface RelayDeps extends InterceptDeps {
@@ -71,30 +46,6 @@ export interface RelayDeps extends InterceptDeps {
   upstreamCaCerts?: string[];
 }
 
-/** How one call went, for ending it exactly once. */
-interface Call {
-  ended: boolean;
-  /** A response head arrived. */
-  responded: boolean;
-  /** The model call's usage reader, once the response is being read. */
-  reader: UsageReader | DecodingUsageReader | undefined;
-}
-
-function endCall(a: { model: ModelCall | undefined; traffic: TrafficCall }, call: Call): void {
-  if (call.ended) return;
-  call.ended = true;
-  const { responded } = call;
-  const usage = call.reader?.finish();
-  a.traffic.end();
-  // A decoded copy may still be catching up: the model call ends when it has.
-  if (usage instanceof Promise) void usage.then((u) => a.model?.end({ responded, usage: u }));
-  else a.model?.end({ responded, ...(usage ? { usage } : {}) });
-}
-
-function message(e: unknown): string {
-  return String((e as Error)?.message ?? e);
-}
-
 /** One guest connection, request after request. */
 class Session {
   readonly #guest: Deno.Conn;
@@ -104,6 +55,7 @@ class Session {
   readonly #writer = new BodyWriter();
   readonly #limits: ProxyLimits;
   readonly #stopping: AbortSignal | undefined;
+  readonly #side: ExchangeSide;
 
   constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool, stopping?: AbortSignal) {
     this.#guest = guest;
@@ -112,6 +64,15 @@ class Session {
     this.#pool = pool;
     this.#limits = deps.limits ?? DEFAULT_LIMITS;
     this.#stopping = stopping;
+    this.#side = {
+      guest,
+      g: this.#g,
+      pool,
+      writer: this.#writer,
+      limits: this.#limits,
+      refuse: (status, text) => this.#refuse(status, text),
+      close: () => this.#close(),
+    };
   }
 
   /** Closes the connection unless `p` settles within `ms`. */
@@ -198,7 +159,7 @@ class Session {
       headBytes: text.length,
     });
     if (a.kind === "answer") return await this.#refuse(a.status, a.message);
-    return await this.#exchange(req, framing, a, `${caller!.name}|${caller!.incarnation}`);
+    return await exchange(this.#side, req, framing, a, `${caller!.name}|${caller!.incarnation}`);
   }
 
   /** Gives the connection to the `Deno.serve` handler, starting with this head. */
@@ -225,164 +186,6 @@ class Session {
     } finally {
       this.#deps.handoff.delete(this.#deps.slowPort, local);
     }
-  }
-
-  /** Relays one admitted request and its response; the call ends exactly once. */
-  async #exchange(
-    req: RequestHead,
-    framing: Framing,
-    a: Extract<Admission, { kind: "relay" }>,
-    instance: string,
-  ): Promise<boolean> {
-    const call: Call = { ended: false, responded: false, reader: undefined };
-    const { origin } = a;
-    let up: Lease | undefined;
-    try {
-      try {
-        up = await this.#pool.acquire(
-          `${instance}|${origin.secure}|${origin.hostname}|${origin.port}`,
-          origin,
-        );
-      } catch (e) {
-        endCall(a, call);
-        const why = scrubText(message(e), a.secrets);
-        log.warn("proxy: upstream unreachable", { host: origin.authority, error: why });
-        return await this.#refuse(502, `upstream ${origin.authority} unreachable: ${why}`);
-      }
-      const lease = up;
-      return await this.#forward(req, framing, a, call, {
-        lease: () => lease,
-        renew: async () => (up = await this.#pool.acquire(lease.key, origin, { fresh: true })),
-        abort: () => up && this.#pool.discard(up),
-      });
-    } catch (e) {
-      if (up) this.#pool.discard(up);
-      throw e;
-    } finally {
-      endCall(a, call);
-    }
-  }
-
-  /** Sends the request on the lease and relays the response back. */
-  async #forward(
-    req: RequestHead,
-    framing: Framing,
-    a: Extract<Admission, { kind: "relay" }>,
-    call: Call,
-    on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
-  ): Promise<boolean> {
-    const up = on.lease();
-    // Nothing moving either way for the stream timeout: the exchange is given up.
-    const dog = new Watchdog(this.#limits.streamIdleMs, () => {
-      on.abort();
-      this.#close();
-    });
-    const kick = () => dog.kick();
-    this.#g.onData = up.reader.onData = kick;
-    try {
-      return await this.#relay(req, framing, a, call, on, up, kick);
-    } finally {
-      dog.stop();
-      // Only our own hooks: a released upstream may already serve another guest.
-      if (this.#g.onData === kick) this.#g.onData = undefined;
-      if (up.reader.onData === kick) up.reader.onData = undefined;
-    }
-  }
-
-  async #relay(
-    req: RequestHead,
-    framing: Framing,
-    a: Extract<Admission, { kind: "relay" }>,
-    call: Call,
-    on: { lease(): Lease; renew(): Promise<Lease>; abort(): void },
-    first: Lease,
-    kick: () => void,
-  ): Promise<boolean> {
-    const { traffic, origin } = a;
-    const end = () => endCall(a, call);
-    const abort = on.abort;
-    let up = first;
-    a.headers.set("host", origin.authority);
-    if (framing.kind === "chunked") a.headers.set("transfer-encoding", "chunked");
-    const head = requestHeadBytes(req.method, req.target, a.headers);
-    let finished = false;
-    let sent: "done" | "short" | "failed" | undefined;
-    void pumpRequest(this.#g, up.conn, { framing, head, sent: (n) => traffic.sent(n) }).then(
-      (ok) => (sent = ok ? "done" : "short"),
-      () => (sent = "failed"),
-    ).then(() => {
-      // The guest stopped mid-body: the upstream would wait for the rest forever.
-      if (sent === "short") return abort();
-      // Request in: a read on the guest's connection notices it going away.
-      if (sent === "done" && !finished && !this.#g.full) {
-        void this.#g.fill().then((more) => !more && !finished && abort());
-      }
-    });
-    const interim = (bytes: Uint8Array) => writeAll(this.#guest, bytes);
-    let res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
-    if (
-      res === UNANSWERED && !up.fresh && framing.kind === "none" && IDEMPOTENT.has(req.method)
-    ) {
-      // A kept-alive upstream closed just as the request went out: once more on a new one.
-      abort();
-      try {
-        up = await on.renew();
-        up.reader.onData = kick;
-        await writeAll(up.conn, head);
-        res = await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
-      } catch (e) {
-        res = message(e);
-      }
-    }
-    // The upstream cannot give this request a usable answer: the guest gets 502.
-    const fail = (why: string) => {
-      finished = true;
-      abort();
-      end();
-      log.warn("proxy: upstream failed", { host: origin.authority, error: why });
-      return this.#refuse(502, `upstream ${origin.authority} failed: ${why}`);
-    };
-    if (typeof res === "string") return await fail(res);
-    traffic.responded();
-    call.responded = true;
-    const rf = responseFraming(req.method, res.status, res.headers);
-    if (typeof rf === "string") return await fail(rf);
-    const scrub = Scrubber.of(a.secrets);
-    const plan = bodyPlan(res.headers.get("content-encoding"), {
-      body: rf.kind !== "none",
-      scrubbing: !scrub.empty,
-    });
-    if (plan.kind === "refuse") return await fail(plan.reason);
-    const guestCloses = connectionTokens(req.headers).has("close");
-    const { headers, chunked } = guestResponseHeaders(res.headers, {
-      secrets: a.secrets,
-      rechunk: rf.kind === "chunked" || rf.kind === "close",
-      plan,
-      close: guestCloses,
-    });
-    const readable = res.status >= 200 && res.status < 300 && a.provider !== undefined &&
-      plan.kind !== "opaque";
-    const kind = readable ? bodyKind(res.headers.get("content-type")) : undefined;
-    const usage = a.model && a.provider && kind ? new UsageReader(a.provider, kind) : undefined;
-    call.reader = usage && plan.kind === "copy"
-      ? new DecodingUsageReader(usage, plan.codings)
-      : usage;
-    this.#writer.begin(
-      { guest: this.#guest, scrub, reader: call.reader, traffic, chunked },
-      responseHeadBytes(res.status, scrubText(res.reason, a.secrets), headers),
-    );
-    const sink = plan.kind === "decode"
-      ? new DecodingSink(this.#writer, plan.codings)
-      : this.#writer;
-    const complete = await pumpResponse(up.reader, rf, sink).catch(() => false);
-    finished = true;
-    end();
-    const reusable = complete && sent === "done" && res.minor === 1 && rf.kind !== "close" &&
-      !connectionTokens(res.headers).has("close");
-    if (up.reader.onData === kick) up.reader.onData = undefined;
-    if (reusable) this.#pool.release(up);
-    else abort();
-    return complete && sent === "done" && !guestCloses;
   }
 }
 

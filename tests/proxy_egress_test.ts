@@ -35,31 +35,27 @@ async function readAnswer(conn: Deno.Conn): Promise<string> {
   }
 }
 
-Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", async () => {
+/** A caller the proxy knows by its port (a sandbox, untrusted, no grants). */
+function instance(name: string, address: string) {
+  return { name, incarnation: "t", view: 1, address, pins: {}, grant: [] as const };
+}
+
+/** A state dir holding the bridge's egress CA, as `isb rpc` writes it, and the proxy's parts. */
+async function egressDir() {
   const dir = await Deno.makeTempDir();
-  const up = startFakeUpstream();
   const callers = new PortCallers();
-  const sandbox = {
-    name: "sb1",
-    incarnation: "t",
-    view: 1,
-    address: "x",
-    pins: {},
-    grant: [] as const,
-  };
-  const other = {
-    name: "other",
-    incarnation: "t",
-    view: 1,
-    address: "y",
-    pins: {},
-    grant: [] as const,
-  };
   const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
   const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
   await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
   await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
   await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  return { dir, callers, counter, ca };
+}
+
+Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", async () => {
+  const up = startFakeUpstream();
+  const { dir, callers, counter, ca } = await egressDir();
+  const [sandbox, other] = [instance("sb1", "x"), instance("other", "y")];
   const file = `${dir}/${BRIDGE}/secrets.json`;
   await Deno.writeTextFile(
     file,
@@ -130,21 +126,8 @@ Deno.test("proxy substitutes an isb egress secret on its allowed hosts only", as
 });
 
 Deno.test("proxy refuses an egress host name that resolves to no public address", async () => {
-  const dir = await Deno.makeTempDir();
-  const callers = new PortCallers();
-  const sandbox = {
-    name: "sb1",
-    incarnation: "t",
-    view: 1,
-    address: "x",
-    pins: {},
-    grant: [] as const,
-  };
-  const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
-  const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
-  await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
-  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
-  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  const { dir, callers, counter, ca } = await egressDir();
+  const sandbox = instance("sb1", "x");
   const asked: string[] = [];
   const listeners = new EgressListeners({
     clients: callers,
@@ -187,21 +170,8 @@ Deno.test("proxy refuses an egress host name that resolves to no public address"
 });
 
 Deno.test("proxy sends egress WebSocket upgrades and HTTP/1.0 through the same guard", async () => {
-  const dir = await Deno.makeTempDir();
-  const callers = new PortCallers();
-  const sandbox = {
-    name: "sb1",
-    incarnation: "t",
-    view: 1,
-    address: "x",
-    pins: {},
-    grant: [] as const,
-  };
-  const counter = new ActivityCounter({ now: Date.now, providers: ["anthropic"] });
-  const ca = await createCa({ commonName: `isb egress CA ${BRIDGE}` });
-  await Deno.mkdir(`${dir}/${BRIDGE}`, { recursive: true, mode: 0o700 });
-  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.crt`, ca.certPem);
-  await Deno.writeTextFile(`${dir}/${BRIDGE}/ca.key`, ca.keyPem, { mode: 0o600 });
+  const { dir, callers, counter, ca } = await egressDir();
+  const sandbox = instance("sb1", "x");
   // "localhost" is allowed and the system resolves it to the host itself: what `fetch` and
   // `WebSocket` would connect to if they resolved the name on their own.
   const host = Deno.listen({ hostname: "127.0.0.1", port: 0 });

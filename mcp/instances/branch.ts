@@ -40,6 +40,8 @@ export interface BranchOptions {
   accounts?: Record<string, string>;
   /** Wait for an IPv4 address (default: yes unless airgap). */
   waitForAddress?: boolean;
+  /** Copy this stopped isx instance of `template` instead of the template (a fork). */
+  from?: string;
 }
 
 /** What a branch made. */
@@ -89,10 +91,14 @@ export async function branchInstance(
   opts: BranchOptions,
 ): Promise<BranchResult> {
   const started = Date.now();
+  const sourceName = opts.from ?? opts.template;
   let tpl;
   try {
-    tpl = (await client.getInstance(opts.template)).value;
+    tpl = (await client.getInstance(sourceName)).value;
   } catch (e) {
+    if (isNotFound(e) && opts.from) {
+      throw new IsbError("not_found", `fork "${opts.name}" from "${opts.from}": no such instance`);
+    }
     if (isNotFound(e)) {
       throw new IsbError(
         "not_found",
@@ -102,7 +108,13 @@ export async function branchInstance(
     throw e;
   }
   const ts = readStamps(tpl.config);
-  if (ts[STAMP.type] !== "base") {
+  if (opts.from && ts[STAMP.type] !== "instance") {
+    throw new IsbError(
+      "invalid",
+      `fork "${opts.name}" from "${opts.from}": it is not an isx instance`,
+    );
+  }
+  if (!opts.from && ts[STAMP.type] !== "base") {
     throw new IsbError(
       "invalid",
       `branch "${opts.name}" from "${opts.template}": it is not a template built by isx build`,
@@ -114,7 +126,7 @@ export async function branchInstance(
   const stamps: Record<string, string> = {
     [STAMP.type]: "instance",
     [STAMP.profile]: opts.template,
-    [STAMP.parent]: opts.template,
+    [STAMP.parent]: sourceName,
     [STAMP.workdir]: workdir,
     [STAMP.network]: network,
     // no stamp is no trust: the proxy gives credentials only to trusted instances
@@ -137,7 +149,7 @@ export async function branchInstance(
   try {
     await client.createInstance({
       name: opts.name,
-      source: { type: "copy", source: opts.template, instance_only: true },
+      source: { type: "copy", source: sourceName, instance_only: true },
       config: {
         ...copyConfig(tpl.config, stamps),
         ...secretStamp(secret),

@@ -16,6 +16,7 @@ import { hasCode, isNotFound } from "../../rpc/mod.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
+import { execRecorded } from "../host/guest.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
 import type { Session } from "./session.ts";
@@ -26,8 +27,10 @@ import type { Definitions } from "../templates/load.ts";
 
 /** What create_instance was asked. */
 export interface CreateArgs {
-  /** The template. */
-  template: string;
+  /** The template (exactly one of this and `from_instance`). */
+  template?: string;
+  /** A stopped instance this session holds, to fork. */
+  from_instance?: string;
   /** Name hint. */
   name_hint?: string;
   /** Purpose. */
@@ -41,6 +44,7 @@ export interface Created {
   instance: string;
   template: string;
   purpose?: string;
+  forked_from?: string;
   ip?: string;
   workdir: string;
   tools: string[];
@@ -95,14 +99,19 @@ export async function takeOver(s: Session, inst: Instance): Promise<Held> {
 
 async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
   const st = readStamps(inst.config);
-  if (st[STAMP.profile] !== args.template) {
+  const made = st[STAMP.parent] === st[STAMP.profile]
+    ? `template "${st[STAMP.profile]}"`
+    : `instance "${st[STAMP.parent]}"`;
+  const asked = args.from_instance
+    ? `instance "${args.from_instance}"`
+    : `template "${args.template}"`;
+  if (made !== asked) {
     throw new RefusalError(
       "invalid_argument",
-      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from template "${
-        st[STAMP.profile]
-      }", not "${args.template}"; use a new key for a different request`,
+      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
     );
   }
+  const template = st[STAMP.profile] ?? "";
   const standing = s.standingOf(inst);
   if (standing.kind === "kept") {
     throw new RefusalError(
@@ -117,13 +126,14 @@ async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Cre
     );
   }
   if (standing.kind === "orphan") await takeOver(s, inst);
-  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), args.template);
+  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
   const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
   const ip = state ? ipOf({ ...inst, state } as never) : undefined;
   return {
     instance: inst.name,
-    template: args.template,
+    template,
     ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
+    ...(st[STAMP.parent] !== template ? { forked_from: st[STAMP.parent]! } : {}),
     ...(ip ? { ip } : {}),
     workdir: st[STAMP.workdir] || "/home/agentuser",
     tools: facts.tools,
@@ -151,6 +161,20 @@ export async function preflight(
   }
 }
 
+async function clearTasks(s: Session, name: string): Promise<void> {
+  const r = await execRecorded(s.incus, name, [
+    "sh",
+    "-c",
+    'h=$(getent passwd agentuser | cut -d: -f6) && [ -n "$h" ] && rm -rf -- "$h/.isx-mcp/tasks"',
+  ], { step: `clear the task records of ${name}`, deadlineMs: 60_000 }).catch(() => undefined);
+  if (!r || r.exitCode !== 0) {
+    throw new RefusalError(
+      "unavailable",
+      `fork "${name}": its copied task records could not be cleared, so the fork was removed; retry`,
+    );
+  }
+}
+
 /** The instance name for a template and hint (§2.2). */
 export function instanceName(template: string, hint?: string): string {
   const base = template.replace(/^tpl-/, "");
@@ -175,17 +199,35 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
     if (found[0]) return replay(s, found[0], args);
   }
   const defs = s.deps.definitions();
-  const facts = approvedTemplate(cfg, defs, args.template);
-  const tpl = await s.incus.getInstance(args.template).catch((e) => {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  });
-  if (!tpl || readStamps(tpl.value.config)[STAMP.type] !== "base") {
-    throw new RefusalError(
-      "wrong_state",
-      `template "${args.template}" is approved but not built; ask the user to run isx build ${args.template}`,
-    );
+  let template: string;
+  let trusted: string | undefined;
+  if (args.from_instance) {
+    // a fork: the source is held here and stopped; its template still approved, maybe unbuilt
+    const src = await s.requireHeld(args.from_instance);
+    if (src.status !== "Stopped") {
+      throw new RefusalError(
+        "wrong_state",
+        `instance "${args.from_instance}" is ${src.status}; stop it with stop_instance before forking it`,
+      );
+    }
+    const st = readStamps(src.config);
+    template = st[STAMP.profile] ?? "";
+    trusted = st[STAMP.caFingerprint];
+  } else {
+    template = args.template!;
+    const tpl = await s.incus.getInstance(template).catch((e) => {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    });
+    if (!tpl || readStamps(tpl.value.config)[STAMP.type] !== "base") {
+      throw new RefusalError(
+        "wrong_state",
+        `template "${template}" is approved but not built; ask the user to run isx build ${template}`,
+      );
+    }
+    trusted = readStamps(tpl.value.config)[STAMP.caFingerprint];
   }
+  const facts = approvedTemplate(cfg, defs, template);
   const mine = (await userInstances(s)).filter((i) => !readStamps(i.config)[MCP_STAMP.kept]);
   const creating = [...s.held.values()].filter((h) => h.state === "creating").length;
   if (mine.length + creating >= cfg.maxInstances) {
@@ -199,13 +241,12 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
       }); destroy one first`,
     );
   }
-  const action = `create an instance of "${args.template}"`;
-  const health = await preflight(s, { action, template: args.template, defs });
-  const trusted = readStamps(tpl.value.config)[STAMP.caFingerprint];
-  const name = instanceName(args.template, args.name_hint);
+  const action = `create an instance of "${template}"`;
+  const health = await preflight(s, { action, template, defs });
+  const name = instanceName(template, args.name_hint);
   const held: Held = {
     name,
-    template: args.template,
+    template,
     ...(args.purpose ? { purpose: args.purpose } : {}),
     created: new Date(s.deps.now()).toISOString(),
     state: "creating",
@@ -214,10 +255,11 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
   s.held.set(name, held);
   if (key) s.keysInFlight.add(key);
   try {
-    const d = branchDefaults(defs, args.template);
+    const d = branchDefaults(defs, template);
     const r = await branchInstance(s.incus, {
       name,
-      template: args.template,
+      template,
+      ...(args.from_instance ? { from: args.from_instance } : {}),
       proxy: await s.deps.proxyPlace(),
       network: d.network ?? "full",
       ...(d.limits ? { limits: d.limits } : {}),
@@ -230,6 +272,8 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
       },
     });
     await s.deps.checks?.repairCa(name, health, trusted);
+    // a fork gets no tasks: the source's task records are cleared in the copy (one exec)
+    if (args.from_instance) await clearTasks(s, name);
     if (key) {
       // across sessions: the first instance made under the key answers; a later copy goes
       const under = (await userInstances(s)).filter((i) =>
@@ -245,8 +289,9 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
     held.state = "ready";
     return {
       instance: name,
-      template: args.template,
+      template,
       ...(args.purpose ? { purpose: args.purpose } : {}),
+      ...(args.from_instance ? { forked_from: args.from_instance } : {}),
       ...(r.ip ? { ip: r.ip } : {}),
       workdir: r.workdir,
       tools: facts.tools,

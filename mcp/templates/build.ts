@@ -248,7 +248,7 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       inst.description = def.description ?? `isx template ${name}`;
     }, { step: `stamp ${tmp}` });
     // the old template stays usable until the new one holds its name (swap.ts)
-    if (await swapTemplate(incusSwapOps(ctx.client), tmp, name, note)) {
+    if (await swapTemplate(incusSwapOps(ctx.client, note), tmp, name, note)) {
       note(`replaced the previous build of ${name}`);
     }
     const ms = Date.now() - started;

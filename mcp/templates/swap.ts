@@ -5,10 +5,17 @@
  * the old template usable. A `<name>-prev` left by a crash between the steps is put back (no
  * template under the name) or removed (a template there) at the next swap.
  *
+ * Incus 6.0 renames an instance's storage and database row before its log directory
+ * (`/var/log/incus/<name>`), and undoes none of it when that last step fails: the operation
+ * reports an error while the instance already holds the new name. Taken at its word, that
+ * made the swap "put back" the old template onto a name the new build held, and the 409 of
+ * that put-back hid the first error. So an Incus rename that fails is judged by what exists
+ * afterwards, and a failed put-back is reported with the failure that caused it.
+ *
  * @module
  */
 
-import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
 
 /** The instance operations a swap needs (Incus in builds; an in-memory map in tests). */
 export interface SwapOps {
@@ -50,7 +57,7 @@ export async function swapTemplate(
   try {
     await ops.rename(built, template);
   } catch (e) {
-    if (hadOld) await ops.rename(aside, template);
+    if (hadOld) await putBack(ops, aside, template, e);
     throw e;
   }
   if (hadOld) {
@@ -63,23 +70,51 @@ export async function swapTemplate(
   return hadOld;
 }
 
-/** {@link SwapOps} on Incus. */
-export function incusSwapOps(client: IncusClient): SwapOps {
+/** Renames the old template back after the new build could not take its name. */
+async function putBack(ops: SwapOps, aside: string, template: string, why: unknown) {
+  try {
+    await ops.rename(aside, template);
+  } catch (e) {
+    const first = why instanceof Error ? why.message : String(why);
+    throw new IsbError(
+      "operation_failed",
+      `${first}; putting the previous template back from "${aside}" also failed (${
+        e instanceof Error ? e.message : e
+      }): the next build of ${template} puts it back`,
+      { cause: why },
+    );
+  }
+}
+
+/** {@link SwapOps} on Incus; `note` hears of renames Incus reported failed but made. */
+export function incusSwapOps(
+  client: IncusClient,
+  note: (line: string) => void = () => {},
+): SwapOps {
+  const exists = async (name: string) => {
+    try {
+      await client.getInstance(name);
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  };
   return {
-    async exists(name) {
-      try {
-        await client.getInstance(name);
-        return true;
-      } catch (e) {
-        if (isNotFound(e)) return false;
-        throw e;
-      }
-    },
+    exists,
     async rename(from, to) {
-      const op = await client.call("POST", `/1.0/instances/${encodeURIComponent(from)}`, {
-        body: { name: to },
-      });
-      if (op.kind === "async") await client.waitOperation(op, { step: `rename ${from} to ${to}` });
+      try {
+        const op = await client.call("POST", `/1.0/instances/${encodeURIComponent(from)}`, {
+          body: { name: to },
+        });
+        if (op.kind === "async") {
+          await client.waitOperation(op, { step: `rename ${from} to ${to}` });
+        }
+      } catch (e) {
+        // the swap only renames onto a free name: `to` there and `from` gone means it happened
+        if (await exists(from) || !await exists(to)) throw e;
+        note(`Incus reported the rename of ${from} to ${to} failed, but it took effect: ${e}`);
+      }
     },
     async remove(name) {
       const st = await client.getInstanceState(name);

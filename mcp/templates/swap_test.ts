@@ -79,3 +79,17 @@ Deno.test("swapTemplate puts back an old template a crash left aside, then swaps
   assert.deepEqual([...ops.names], [["tpl", "new"]]);
   assert.match(notes[0]!, /put back tpl from tpl-prev/);
 });
+
+Deno.test("a failed put-back reports the failure that caused it, not only its own", async () => {
+  const ops = new MapOps();
+  ops.names.set("tpl", "old").set("tpl-build", "new");
+  ops.failRename.add("tpl-build>tpl").add("tpl-prev>tpl");
+  await assert.rejects(
+    swapTemplate(ops, "tpl-build", "tpl"),
+    /^IsbError: incus said no; putting the previous template back from "tpl-prev" also failed \(incus said no\): the next build of tpl puts it back$/,
+  );
+  // and the next swap does put it back before renaming the new build in
+  ops.failRename.clear();
+  assert.equal(await swapTemplate(ops, "tpl-build", "tpl"), true);
+  assert.deepEqual([...ops.names], [["tpl", "new"]]);
+});

@@ -134,12 +134,6 @@ const create = tool({
         "create_instance: give exactly one of template and from_instance",
       );
     }
-    if (args.from_instance !== undefined) {
-      throw new RefusalError(
-        "invalid_argument",
-        "create_instance: from_instance (forking) is not available in this release; create from a template",
-      );
-    }
     let purpose: string | undefined;
     if (args.purpose !== undefined) {
       purpose = cleanPurpose(args.purpose);
@@ -147,16 +141,21 @@ const create = tool({
         throw new RefusalError("invalid_argument", "purpose: at most 200 characters on one line");
       }
     }
-    progress(`creating an instance of ${args.template}`);
+    progress(`creating an instance of ${args.template ?? args.from_instance}`);
     const r = await createInstance(s, {
-      template: args.template!,
+      ...(args.template ? { template: args.template } : {}),
+      ...(args.from_instance ? { from_instance: args.from_instance } : {}),
       ...(args.name_hint ? { name_hint: args.name_hint } : {}),
       ...(purpose ? { purpose } : {}),
       ...(args.idempotency_key ? { idempotency_key: args.idempotency_key } : {}),
     });
     return {
       structured: r as unknown as Record<string, unknown>,
-      audit: r.replayed ? `replayed key=${args.idempotency_key}` : "created",
+      audit: r.replayed
+        ? `replayed key=${args.idempotency_key}`
+        : r.forked_from
+        ? "forked"
+        : "created",
       ...(r.replayed
         ? { note: "Nothing new was made: this key already made this instance (replayed)." }
         : {}),

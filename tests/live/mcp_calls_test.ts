@@ -200,3 +200,74 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "create_instance from_instance forks a stopped held instance without its tasks or stamps; a running source is wrong_state",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
+    try {
+      const c = await connect(h, "modern", { extra: NP });
+      try {
+        const src = String(
+          sc(
+            await call(c, "create_instance", {
+              template: TEMPLATE,
+              name_hint: "src",
+              purpose: "source",
+              idempotency_key: "src-key",
+            }),
+          ).instance,
+        );
+        await call(c, "exec", { instance: src, command: "echo made-in-source > ~/marker" });
+        const bg = sc(await call(c, "exec", { instance: src, command: "true", background: true }));
+        await call(c, "wait_any", { task_ids: [String(bg.task_id)], timeout_seconds: 60 });
+        const running = await call(c, "create_instance", { from_instance: src });
+        assert.equal(refusal(running), "wrong_state");
+        assert.match((running.content as { text: string }[])[0]!.text, /stop_instance/);
+        await call(c, "stop_instance", { instance: src });
+        const f = sc(
+          await call(c, "create_instance", {
+            from_instance: src,
+            name_hint: "fork",
+            idempotency_key: "fork-key",
+          }),
+        );
+        assert.equal(f.forked_from, src);
+        assert.equal(f.template, TEMPLATE);
+        const fork = String(f.instance);
+        const st = readStamps((await incus.getInstance(fork)).value.config);
+        assert.equal(st["mcp-idempotency-key"], "fork-key", "the source's key is not inherited");
+        assert.equal(st["mcp-purpose"], undefined, "nor its purpose");
+        assert.equal(st["parent"], src);
+        const look = sc(
+          await call(c, "exec", {
+            instance: fork,
+            command: "cat ~/marker; ls ~/.isx-mcp/tasks 2>/dev/null | wc -l",
+          }),
+        );
+        assert.equal(look.stdout, "made-in-source\n0\n");
+        const again = sc(
+          await call(c, "create_instance", { from_instance: src, idempotency_key: "fork-key" }),
+        );
+        assert.deepEqual([again.instance, again.replayed, again.forked_from], [fork, true, src]);
+        const other = await call(c, "create_instance", {
+          template: TEMPLATE,
+          idempotency_key: "fork-key",
+        });
+        assert.equal(refusal(other), "invalid_argument");
+      } finally {
+        await c.close();
+      }
+    } finally {
+      for (const i of await incus.listInstances()) {
+        if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
+          await removeInstance(incus, i.name);
+        }
+      }
+      incus.close();
+    }
+  },
+});
