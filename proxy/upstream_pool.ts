@@ -10,7 +10,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 import { closeQuietly } from "./accept.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { UpstreamOrigin } from "./upstream.ts";
