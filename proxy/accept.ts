@@ -8,7 +8,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 
 /** A listener being served. */
 export interface Served {

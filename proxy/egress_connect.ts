@@ -13,7 +13,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { serveConns } from "./accept.ts";
 import { dialGuarded } from "./egress_dial.ts";
 import type { Guard } from "./egress_guard.ts";

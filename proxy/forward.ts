@@ -19,7 +19,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { callerOf, type EgressLookup } from "./admit.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
 import type { Handoff } from "./handoff.ts";
