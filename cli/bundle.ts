@@ -10,6 +10,7 @@
 
 import * as build from "./build.ts";
 import * as guest from "./guest.ts";
+import * as incusRemote from "./incus_remote.ts";
 import * as init from "./init.ts";
 import * as instances from "./instances.ts";
 import * as mcp from "./mcp.ts";
@@ -19,10 +20,11 @@ import * as shell from "./shell.ts";
 import { registerModules } from "./commands.ts";
 import { runCli } from "./mod.ts";
 
-/** Every command module, by its name in the dispatch table. */
+/** Every command module, by its name in the dispatch table, and the remote resolver. */
 export const BUNDLED: Record<string, Record<string, unknown>> = {
   "build.ts": build,
   "guest.ts": guest,
+  "incus_remote.ts": incusRemote,
   "init.ts": init,
   "instances.ts": instances,
   "mcp.ts": mcp,

@@ -39,6 +39,12 @@ export function registerModules(modules: Record<string, Record<string, unknown>>
   for (const [name, m] of Object.entries(modules)) REGISTERED.set(name, m);
 }
 
+/** Imports a module of `cli/` by a computed specifier (see above), or takes the registered one. */
+export async function importModule<T>(module: string): Promise<T> {
+  const url = new URL(`./${module}`, import.meta.url).href;
+  return (REGISTERED.get(module) ?? await import(url)) as T;
+}
+
 function row(
   name: string,
   progs: readonly Prog[],
@@ -51,8 +57,7 @@ function row(
     summary,
     module: how.module,
     async load() {
-      const url = new URL(`./${how.module}`, import.meta.url).href;
-      return how.pick(REGISTERED.get(how.module) ?? await import(url)) as Command;
+      return how.pick(await importModule<Record<string, unknown>>(how.module)) as Command;
     },
   };
 }

@@ -9,15 +9,10 @@
  * @module
  */
 
-import {
-  checkRemote,
-  createIncusClient,
-  type IncusClientOptions,
-  IsbError,
-  resolveRemote,
-} from "../rpc/mod.ts";
+import { checkRemote, createIncusClient, IsbError, resolveRemote } from "../rpc/base.ts";
 import type { GlobalFlags } from "./args.ts";
-import type { CliContext, IncusPlace } from "./command.ts";
+export { incusOptions } from "./incus_options.ts";
+import type { IncusPlace } from "./command.ts";
 
 /** Resolves `--remote`/`--target` (reads the incus client config at `confDir` for a remote). */
 export function resolvePlace(global: GlobalFlags, confDir: string | undefined): IncusPlace {
@@ -29,13 +24,6 @@ export function resolvePlace(global: GlobalFlags, confDir: string | undefined): 
     read: readText,
   });
   return { ...endpoint, ...target };
-}
-
-/** The client options of this invocation's Incus: socket or remote, plus the target. */
-export function incusOptions(ctx: CliContext): IncusClientOptions {
-  const place = ctx.incus ??
-    { socket: ctx.global.socket, ...(ctx.global.target ? { target: ctx.global.target } : {}) };
-  return { ...place };
 }
 
 /** With a remote or a target: one `GET /1.0` that fails early and clearly (see remote.ts). */

@@ -18,7 +18,7 @@ import { isLogLevel, setLogLevel } from "../rpc/log.ts";
 import { VERSION } from "../rpc/version.ts";
 import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
-import { type CommandEntry, COMMANDS } from "./commands.ts";
+import { type CommandEntry, COMMANDS, importModule } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
 
 export type { Prog };
@@ -157,7 +157,7 @@ export async function runCli(argv: string[]): Promise<number> {
     else for (const k of names) env[k] = Deno.env.get(k) ?? "";
     // a remote's files are read now: the mode entered next keeps no read of them
     const place = global.remote !== undefined || global.target
-      ? await import("./incus_remote.ts")
+      ? await importModule<typeof import("./incus_remote.ts")>("incus_remote.ts")
       : undefined;
     const incus = place?.resolvePlace(global, perm.incusConf);
     enterMode(mode, perm);

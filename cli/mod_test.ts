@@ -40,5 +40,6 @@ Deno.test("COMMANDS: each module is named relative to cli/ and exists", async ()
 
 Deno.test("cli/bundle.ts registers every module the dispatch table names", async () => {
   const { BUNDLED } = await import("./bundle.ts");
-  assert.deepEqual(Object.keys(BUNDLED).sort(), [...new Set(COMMANDS.map((c) => c.module))].sort());
+  const modules = new Set([...COMMANDS.map((c) => c.module), "incus_remote.ts"]);
+  assert.deepEqual(Object.keys(BUNDLED).sort(), [...modules].sort());
 });

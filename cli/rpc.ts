@@ -1,17 +1,19 @@
 /**
  * `isb rpc`: builds the Incus client from the global flags and the sandbox engine on top of
  * it, then serves the SDK protocol on stdin/stdout until stdin ends (shared/spec/isb-rpc.md
- * §1). Only this file touches the process; the server itself takes streams.
+ * §1). Only this file touches the process; the server itself takes streams. The engine (the
+ * whole library, with its schemas) is imported while the client reads the hello line.
  *
  * @module
  */
 
-import { createEngine, createIncusClient, type Engine, parseDuration } from "../rpc/mod.ts";
+import { parseDuration } from "../rpc/duration.ts";
+import type { Engine } from "../rpc/mod.ts";
 import { serveRpc } from "../rpc/server/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { PERMISSIONS } from "./permissions.ts";
-import { incusOptions } from "./incus_remote.ts";
+import { incusOptions } from "./incus_options.ts";
 
 const HELP = `Usage: isb [--socket PATH] [--project NAME] [--create-timeout D] rpc
 
@@ -42,11 +44,17 @@ stop,restart,wait_ready,add_port,remove_device,exec}, exec.{write,close_stdin,si
 resize}, volume.{list,get,create,remove}, prune, compose.{load,up,plan,down}.
 See docs/rpc.md for params, results and errors.`;
 
-/** Builds the client and the engine from the global flags and the environment snapshot. */
-export function buildEngine(ctx: CliContext): { engine: Engine; close(): void } {
-  const createMs = ctx.global.createTimeout === undefined
+/** The creation deadline from the global flags, checked before anything is served. */
+function createTimeout(ctx: CliContext): number | undefined {
+  return ctx.global.createTimeout === undefined
     ? undefined
     : parseDuration(ctx.global.createTimeout);
+}
+
+/** Builds the client and the engine from the global flags and the environment snapshot. */
+export async function buildEngine(ctx: CliContext): Promise<{ engine: Engine; close(): void }> {
+  const createMs = createTimeout(ctx);
+  const { createEngine, createIncusClient } = await import("../rpc/mod.ts");
   const incus = createIncusClient({
     ...incusOptions(ctx),
     project: ctx.global.project ?? "",
@@ -74,9 +82,18 @@ export const rpcCommand: Command = {
   mode: () => "rpc",
   async run(rest, ctx) {
     parseCommandArgs(rest, {}, false);
-    const { engine, close } = buildEngine(ctx);
+    createTimeout(ctx); // a bad --create-timeout is a usage error, before the hello
+    let close = () => {};
     try {
-      await serveRpc({ input: Deno.stdin.readable, output: Deno.stdout.writable, engine });
+      await serveRpc<Engine>({
+        input: Deno.stdin.readable,
+        output: Deno.stdout.writable,
+        makeEngine: async () => {
+          const built = await buildEngine(ctx);
+          close = built.close;
+          return built.engine;
+        },
+      });
     } finally {
       close();
     }

@@ -30,14 +30,20 @@ async function graphOf(root: string): Promise<Graph> {
   return JSON.parse(new TextDecoder().decode(info.stdout));
 }
 
-/** Every module of a root's graph (Deno reads them all, dynamic imports included). */
-function all(g: Graph): string[] {
-  return g.modules.map((m) => m.specifier)
-    .map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
+/**
+ * Every module of a root's graph that Deno reads before the program starts: code imports,
+ * static and statically analyzable dynamic ones (type-only imports are not loaded).
+ */
+function all(g: Graph, root: string): string[] {
+  return closure(g, root, true);
 }
 
 /** Repo-relative paths and npm package specifiers a root loads through static imports. */
 function staticOf(g: Graph, root: string): string[] {
+  return closure(g, root, false);
+}
+
+function closure(g: Graph, root: string, dynamic: boolean): string[] {
   const modules = new Map(g.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
   const stack = [ROOT + root];
@@ -47,13 +53,13 @@ function staticOf(g: Graph, root: string): string[] {
     if (seen.has(s)) continue;
     seen.add(s);
     for (const d of modules.get(s)?.dependencies ?? []) {
-      if (d.code?.specifier && !d.isDynamic) stack.push(d.code.specifier);
+      if (d.code?.specifier && (dynamic || !d.isDynamic)) stack.push(d.code.specifier);
     }
   }
   return [...seen].map((s) => (s.startsWith(ROOT) ? s.slice(ROOT.length) : s)).sort();
 }
 
-const MAIN = all(await graphOf("main.ts"));
+const MAIN = all(await graphOf("main.ts"), "main.ts");
 
 /** What running one command loads: main.ts's graph and the command module's static graph. */
 async function loads(module: string): Promise<string[]> {
@@ -150,4 +156,17 @@ Deno.test("the guest bundle (cli/bundle.ts) carries every command without the so
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP layer", async () => {
+  // The proxy runs for days and keeps every module it evaluated (issue 11: footprint): the
+  // static graphs of main.ts, the command, its run module and (with --remote) incus_remote.ts.
+  const roots = ["main.ts", "cli/proxy.ts", "cli/proxy_run.ts", "cli/incus_remote.ts"];
+  const got = (await Promise.all(roots.map(async (r) => staticOf(await graphOf(r), r)))).flat();
+  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/mod.ts", "mcp/mod.ts"), []);
+  assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
+  assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
+  assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
+  // the graph is read right: the proxy and its one entry into mcp/ are there
+  assert.ok(got.includes("proxy/mod.ts") && got.includes("mcp/tool_rules.ts"));
 });

@@ -15,7 +15,9 @@
  *
  * This module is only the skin: it writes the hello line before reading anything, splits
  * the input into lines, answers lines that are not requests with `bad_request`, looks the
- * method up in {@link METHODS} (the handler tables of `methods/*.ts`, merged), and writes
+ * method up in the method table (`methods/mod.ts`, the handler tables of `methods/*.ts`
+ * merged, loaded after the hello with the engine: the client does not wait for them to get
+ * its hello, only its first request does), and writes
  * each request's events and its one final reply. Every request runs concurrently, except
  * `exec.*`, which runs inline on the reader in arrival order so a control call never queues
  * behind the exec it controls; a `sandbox.exec` is registered as pending the moment its
@@ -32,24 +34,18 @@ import { log } from "../log.ts";
 import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec_registry.ts";
 import { PROTOCOL, VERSION } from "../version.ts";
 import { type CallContext, type EventName, type Handler, toWire } from "./dispatch.ts";
-import { composeMethods } from "./methods/compose.ts";
-import { execMethods } from "./methods/exec.ts";
-import { generalMethods } from "./methods/general.ts";
-import { sandboxMethods } from "./methods/sandbox.ts";
-import { volumeMethods } from "./methods/volume.ts";
 
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
 export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec_registry.ts";
 
-/** Every method of the protocol (the 29 of §17.6): the group tables merged. */
+/**
+ * The method table (`methods/mod.ts`), imported on first use: it builds every params schema,
+ * most of the server's start-up, so {@link serveRpc} loads it after writing the hello.
+ */
 // deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)
-export const METHODS: Readonly<Record<string, Handler<any>>> = Object.freeze({
-  ...generalMethods,
-  ...sandboxMethods,
-  ...execMethods,
-  ...volumeMethods,
-  ...composeMethods,
-});
+export async function loadMethods(): Promise<Readonly<Record<string, Handler<any>>>> {
+  return (await import("./methods/mod.ts")).METHODS;
+}
 
 /** The hello line's object, which `version` answers too. */
 export function hello(): { isb: string; protocol: number } {
@@ -62,19 +58,26 @@ export interface ServeRpcOptions<Engine> {
   input: ReadableStream<Uint8Array>;
   /** Reply and event lines (the process's stdout). Closed when the server ends. */
   output: WritableStream<Uint8Array>;
-  /** The sandbox engine every handler gets. */
-  engine: Engine;
-  /** The method table; {@link METHODS} when absent (tests pass their own). */
+  /** The sandbox engine every handler gets (or give {@link ServeRpcOptions.makeEngine}). */
+  engine?: Engine;
+  /** Makes the engine, once, after the hello is written (when `engine` is absent). */
+  makeEngine?: () => Promise<Engine>;
+  /** The method table; {@link loadMethods}'s when absent (tests pass their own). */
   methods?: Readonly<Record<string, Handler<Engine>>>;
 }
 
 /** Serves requests from `input` until it ends and every request is answered. */
 export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<void> {
   const out = new LineWriter(opts.output);
-  const methods = opts.methods ?? (METHODS as Record<string, Handler<Engine>>);
   const execs = new ExecRegistry();
   const inflight = new Set<Promise<void>>();
   await out.send(hello()); // the first line, before any input is read
+  // the engine and the method table, made while the client reads its hello
+  const ready = Promise.all([
+    opts.methods ?? (loadMethods() as Promise<Record<string, Handler<Engine>>>),
+    opts.engine !== undefined ? opts.engine : makeEngine(opts.makeEngine),
+  ]);
+  ready.catch(() => {}); // a failure is answered to each request below
   try {
     for await (const line of lines(opts.input)) {
       if (line.trim() === "") continue;
@@ -83,13 +86,20 @@ export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<v
         void out.send({ id: null, error: toWire(req) });
         continue;
       }
+      let methods: Readonly<Record<string, Handler<Engine>>>, engine: Engine;
+      try {
+        [methods, engine] = await ready;
+      } catch (e) {
+        void out.send({ id: req.id, error: toWire(e) });
+        continue;
+      }
       const handler = Object.hasOwn(methods, req.method) ? methods[req.method] : undefined;
       const key = execKey(req.id);
       const ctx: CallContext<Engine> = {
         id: req.id,
         key,
         emit: (event: EventName, data: unknown) => out.send({ id: req.id, event, data }),
-        engine: opts.engine,
+        engine,
         execs,
       };
       if (req.method.startsWith("exec.")) {
@@ -105,6 +115,11 @@ export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<v
   }
   while (inflight.size > 0) await Promise.all(inflight);
   await out.close();
+}
+
+function makeEngine<Engine>(make: (() => Promise<Engine>) | undefined): Promise<Engine> {
+  if (!make) throw new TypeError("serveRpc needs engine or makeEngine");
+  return make();
 }
 
 interface Request {

@@ -6,7 +6,8 @@ import { FakeExecClient } from "../../tests/fakes/exec_client.ts";
 import { startFakeIncusd } from "../../tests/fakes/incusd.ts";
 import { type Handler, method } from "./dispatch.ts";
 import type { ExecEngine } from "./methods/exec.ts";
-import { hello, METHODS, serveRpc } from "./mod.ts";
+import { METHODS } from "./methods/mod.ts";
+import { hello, loadMethods, serveRpc } from "./mod.ts";
 
 type Line = Record<string, unknown>;
 
@@ -75,6 +76,62 @@ Deno.test("serveRpc writes the hello line before reading any input", async () =>
   await s.end();
   await s.done;
   assert.ok(s.isClosed());
+});
+
+/** A server whose engine is made by `make` (after the hello); returns its output lines. */
+async function serveMade(make: () => Promise<unknown>, requests: unknown[]) {
+  const input = new TransformStream<Uint8Array, Uint8Array>();
+  const w = input.writable.getWriter();
+  const lines: Line[] = [];
+  let first!: () => void;
+  const hello = new Promise<void>((r) => (first = r));
+  const output = new WritableStream<Uint8Array>({
+    write(chunk) {
+      lines.push(JSON.parse(new TextDecoder().decode(chunk)));
+      if (lines.length === 1) first();
+    },
+  });
+  const done = serveRpc({ input: input.readable, output, makeEngine: make });
+  await hello;
+  const before = [...lines];
+  for (const r of requests) await w.write(new TextEncoder().encode(JSON.stringify(r) + "\n"));
+  await w.close();
+  await done;
+  return { before, lines };
+}
+
+Deno.test("serveRpc writes the hello before the engine is made, and answers once it is", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let made = false;
+  const run = serveMade(async () => {
+    await gate;
+    made = true;
+    return {};
+  }, [{ id: 1, method: "version" }]);
+  // the hello is out while the engine is still being made
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(made, false);
+  release();
+  const { before, lines } = await run;
+  assert.deepEqual(before, [hello()]);
+  assert.ok(made);
+  assert.deepEqual(lines[1], { id: 1, result: hello() });
+});
+
+Deno.test("serveRpc answers every request with the error when the engine cannot be made", async () => {
+  const { lines } = await serveMade(
+    () => Promise.reject(new IsbError("connect", "cannot connect to incusd at /x: gone")),
+    [{ id: 1, method: "version" }, { id: 2, method: "sandbox.list" }],
+  );
+  assert.deepEqual(lines.slice(1), [
+    { id: 1, error: { code: "connect", message: "cannot connect to incusd at /x: gone" } },
+    { id: 2, error: { code: "connect", message: "cannot connect to incusd at /x: gone" } },
+  ]);
+});
+
+Deno.test("loadMethods is the method table", async () => {
+  assert.equal(await loadMethods(), METHODS);
 });
 
 Deno.test("version deep-equals the hello and schema names SandboxSpec", async () => {
