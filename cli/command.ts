@@ -7,13 +7,15 @@
 
 import type { GlobalFlags } from "./args.ts";
 import type { Mode, PermContext } from "./permissions.ts";
-import type { IncusEndpoint } from "../rpc/mod.ts";
 
 /** Which program name a command answers to. */
 export type Prog = "isb" | "isx";
 
 /** Where this invocation's incusd is, and where new instances go (cli/incus_remote.ts). */
-export type IncusPlace = IncusEndpoint & { target?: string };
+export type IncusPlace =
+  // rpc's IncusEndpoint, spelled out: a type import of rpc/mod.ts would join main.ts's graph
+  & ({ socket: string } | { url: string; tls: { cert: string; key: string; caCerts?: string[] } })
+  & { target?: string };
 
 /** Everything a command gets from the composition root. */
 export interface CliContext {

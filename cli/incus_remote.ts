@@ -9,7 +9,7 @@
  * @module
  */
 
-import { checkRemote, createIncusClient, IsbError, resolveRemote } from "../rpc/mod.ts";
+import { checkRemote, createIncusClient, IsbError, resolveRemote } from "../rpc/base.ts";
 import type { GlobalFlags } from "./args.ts";
 export { incusOptions } from "./incus_options.ts";
 import type { IncusPlace } from "./command.ts";

@@ -20,41 +20,24 @@ import type { PermContext } from "./perm_context.ts";
 export { contextFrom, defaultSocket, type PermContext } from "./perm_context.ts";
 import { NPM_PASS_ENV } from "./npm_env.ts";
 export { NPM_PASS_ENV };
-
-/** What one mode may do. Paths are absolute once resolved. */
-export interface Grants {
-  read: string[];
-  write: string[];
-  /** `true` = any host; a list = those hosts only; empty = none. */
-  net: true | string[];
-  /** `true` = every variable; a list = those read once before the mode starts, then none. */
-  env: true | string[];
-  run: string[];
-  sys: string[];
-  /**
-   * Read denials (`--deny-read`): paths the mode must never read even where a grant covers
-   * them (rpc's working directory may be `$HOME`). Deno cannot add a denial at run time.
-   */
-  denyRead?: string[];
-}
-
-/** Every mode the program runs in. Human commands are grouped by what they touch. */
-export const MODES = [
-  "rpc",
-  "proxy",
-  "proxy-ctl",
-  "guest",
-  "init",
-  "build",
-  "instances",
-  "info",
-  "mcp",
-] as const;
-/** A mode name. */
-export type Mode = typeof MODES[number];
-
-/** The guest side's fixed paths: the runner's state lives here inside an instance. */
-export const GUEST_PATHS = { run: "/run/isx", tasks: "/var/lib/isx/tasks" } as const;
+import {
+  covers,
+  grantFlags,
+  type Grants,
+  GUEST_PATHS,
+  type Mode,
+  MODES,
+  uniq,
+} from "./perm_modes.ts";
+export {
+  covers,
+  grantFlags,
+  type Grants,
+  GUEST_PATHS,
+  type Mode,
+  MODES,
+  uniq,
+} from "./perm_modes.ts";
 
 /** The table: for each mode, its grants as a function of the context. */
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
@@ -202,11 +185,6 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),
 };
 
-/** Sorted, without duplicates. */
-export function uniq(xs: string[]): string[] {
-  return [...new Set(xs)].sort();
-}
-
 /**
  * The union of every mode's grants: what the process starts with. With a remote, also the
  * incus client config, which the CLI reads before entering the mode; no mode keeps it.
@@ -223,30 +201,9 @@ export function unionGrants(c: PermContext): Grants {
   };
 }
 
-/** Grants as `deno run`/`deno compile` flags, always with `--no-prompt`. */
-export function grantFlags(g: Grants): string[] {
-  const flags = ["--no-prompt"];
-  const list = (name: string, xs: true | string[]) => {
-    if (xs === true) flags.push(`--allow-${name}`);
-    else if (xs.length) flags.push(`--allow-${name}=${xs.join(",")}`);
-  };
-  list("read", g.read);
-  list("write", g.write);
-  list("net", g.net);
-  list("env", g.env);
-  list("run", g.run);
-  list("sys", g.sys);
-  return flags;
-}
-
 /** The union flags: what the compile task records (one flag set for every mode). */
 export function unionFlags(c: PermContext): string[] {
   return grantFlags(unionGrants(c));
-}
-
-/** True when `parent` is `child` or a directory above it. */
-export function covers(parent: string, child: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith("/") ? parent : parent + "/");
 }
 
 type PathName = "read" | "write";

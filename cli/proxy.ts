@@ -11,27 +11,20 @@
  * `/health` answers with that child's pid. `stop` presents the token the proxy wrote (mode
  * 0600) to `POST /shutdown`, so stopping needs no right to signal processes.
  *
+ * `run` (proxy_run.ts), `status` and `account` are imported when they run: the long-running
+ * proxy process keeps every module it loaded, and the last two load the MCP layer (issue 11).
+ *
  * @module
  */
 
-import {
-  loadProxyConfig,
-  newToken,
-  readRunFiles,
-  removeRunFiles,
-  runPaths,
-  startHostProxy,
-  writeRunFiles,
-} from "../proxy/mod.ts";
-import { IsbError, isLogLevel, log, setLogLevel, setLogSink } from "../rpc/mod.ts";
+import { loadProxyConfig, readRunFiles, runPaths } from "../proxy/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { activity, logs, out, type Values } from "./proxy_view.ts";
-import { ACCOUNT_HELP, accountCommand, toolRules } from "./proxy_account.ts";
+import { ACCOUNT_HELP } from "./proxy_help.ts";
 import { install, uninstall } from "./proxy_install.ts";
 import { launch, start, stopProxy } from "./proxy_lifecycle.ts";
-import { status } from "./proxy_status.ts";
-import { incusOptions } from "./incus_remote.ts";
 
 const HELP = `Usage: isx proxy [run|start|stop|restart|status|install|uninstall|dump|logs|activity|
                   account] [options]
@@ -88,7 +81,6 @@ const SUBS = [
   "logs",
   "activity",
 ] as const;
-const enc = new TextEncoder();
 
 function sub(rest: string[]): string {
   const first = rest.find((a) => !a.startsWith("-"));
@@ -99,47 +91,6 @@ async function opsUrl(ctx: CliContext, values: Values): Promise<string> {
   if (typeof values.url === "string") return values.url.replace(/\/$/, "");
   const config = await loadProxyConfig(`${ctx.perm.configDir}/config.yaml`);
   return `http://127.0.0.1:${config.ports.health}`;
-}
-
-async function runForeground(ctx: CliContext, values: Values): Promise<number> {
-  const level = ctx.env.ISX_LOG;
-  setLogLevel(level && isLogLevel(level) ? level : "info");
-  let file: Deno.FsFile | undefined;
-  if (typeof values["log-file"] === "string") {
-    file = await Deno.open(values["log-file"], { append: true, create: true, mode: 0o600 });
-    const f = file;
-    setLogSink((line) => f.writeSync(enc.encode(line + "\n")));
-  }
-  let stop!: () => void;
-  const stopped = new Promise<void>((r) => (stop = r));
-  const token = newToken();
-  let proxy;
-  try {
-    proxy = await startHostProxy({
-      ...ctx.perm,
-      socket: ctx.global.socket,
-      incus: incusOptions(ctx),
-      gitSha: ctx.env.ISX_GIT_SHA || null,
-    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
-  } catch (e) {
-    // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
-    log.error("proxy: start failed", { error: (e as Error).message });
-    file?.close();
-    throw e;
-  }
-  await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
-  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  for (const s of signals) Deno.addSignalListener(s, stop);
-  log.info("proxy: started", { pid: Deno.pid, ca: proxy.handle.caFingerprint });
-  await stopped;
-  for (const s of signals) Deno.removeSignalListener(s, stop);
-  log.info("proxy: stopping", { pid: Deno.pid });
-  // The files go first: once /health stops answering, `status` must say "not running".
-  await removeRunFiles(ctx.perm.stateDir, Deno.pid);
-  await proxy.close();
-  log.info("proxy: stopped", { pid: Deno.pid });
-  file?.close();
-  return 0;
 }
 
 /** `isx proxy dump`: the running proxy's `/dump`, with the token only its owner can read. */
@@ -177,7 +128,9 @@ export const proxyCommand: Command = {
   },
   async run(rest, ctx) {
     const at = rest.findIndex((a) => !a.startsWith("-"));
-    if (rest[at] === "account") return await accountCommand(rest.slice(at + 1), ctx);
+    if (rest[at] === "account") {
+      return await (await import("./proxy_account.ts")).accountCommand(rest.slice(at + 1), ctx);
+    }
     const { values, positionals } = parseCommandArgs(rest, {
       json: { type: "boolean" },
       plain: { type: "boolean" },
@@ -193,7 +146,7 @@ export const proxyCommand: Command = {
     if (!(SUBS as readonly string[]).includes(name) || positionals.length > 1) {
       throw new UsageError(`unknown subcommand "${positionals.join(" ")}"`);
     }
-    if (name === "run") return await runForeground(ctx, values);
+    if (name === "run") return await (await import("./proxy_run.ts")).runForeground(ctx, values);
     if (name === "logs") return await logs(ctx, values);
     const url = await opsUrl(ctx, values);
     if (name === "start") return await start(ctx, url);
@@ -202,7 +155,9 @@ export const proxyCommand: Command = {
       await stopProxy(ctx, url);
       return await start(ctx, url);
     }
-    if (name === "status") return await status(ctx, url, values.json === true);
+    if (name === "status") {
+      return await (await import("./proxy_status.ts")).status(ctx, url, values.json === true);
+    }
     const script = `${runPaths(ctx.perm.stateDir).dir}/boot.sh`;
     if (name === "install") {
       await Deno.mkdir(runPaths(ctx.perm.stateDir).dir, { recursive: true, mode: 0o700 });

@@ -3,53 +3,27 @@
  * namespace (`claude`, `openai`, `github`). Pins are instance stamps the proxy reads; this
  * command never reads credentials.yaml (only the proxy does), so a pin naming a missing
  * account is accepted here and refused by the proxy with 502 on the instance's next call.
- * Also {@link toolRules}: the tools' `proxy:` rules, read for `isx proxy run`.
  *
  * @module
  */
 
-import {
-  listAccountPins,
-  loadToolProxyRules,
-  readHostConfig,
-  SLOW_DAEMON_MS,
-  updateAccountPins,
-} from "../mcp/mod.ts";
+import { listAccountPins, SLOW_DAEMON_MS, updateAccountPins } from "../mcp/mod.ts";
 import {
   ACCOUNT_KEYS,
   type AccountCatalogue,
   canonicalKey,
   catalogueAccounts,
-  type CustomRule,
   loadProxyConfig,
   type Namespace,
   parseAccountPairs,
   resolveAccount,
-  Secret,
 } from "../proxy/mod.ts";
-import { createIncusClient, type IncusClient, log } from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext } from "./command.ts";
+import { ACCOUNT_HELP } from "./proxy_help.ts";
 import { getJson, out } from "./proxy_view.ts";
 import { incusOptions } from "./incus_remote.ts";
-
-/** The `--help` of `isx proxy account`. */
-export const ACCOUNT_HELP = `Usage: isx proxy account list [--json]
-       isx proxy account set <instance> NS=NAME [NS=NAME ...]
-       isx proxy account unset <instance> NS [NS ...]
-
-Which credentials.yaml account an instance's requests use, per namespace: claude (or
-anthropic), openai (or codex), github. The proxy resolves: the instance's pin, else its
-template's accounts:, else the namespace default (default:, else Vertex > OAuth > API key
-for claude, else the first account). A pin naming a missing account, or a claude account
-of another auth mode than the instance was built for, makes the proxy answer 502: it
-never falls back to another account. Pins can also be set with isx branch --account.
-
-  list    every instance's pins, template accounts and, when the proxy answers, the
-          account it resolves to or why it refuses (--json: an array of objects;
-          --url URL: the proxy's ops address)
-  set     pin accounts (replaces the namespace's pin)
-  unset   remove pins (the template's or default account applies again)`;
 
 function withClient<T>(ctx: CliContext, fn: (c: IncusClient) => Promise<T>): Promise<T> {
   const client = createIncusClient({
@@ -189,29 +163,4 @@ export async function accountCommand(rest: string[], ctx: CliContext): Promise<n
   if (values.json) out(JSON.stringify({ instance, pins: after }));
   else out(`${instance}: pins ${pairs(after)}`);
   return 0;
-}
-
-/**
- * The `proxy:` rules of the user's and search paths' tools, values wrapped as secrets at
- * once. A tools directory that cannot be read or holds an invalid tool is logged and left
- * out: the proxy still starts, and those domains get no credentials (nothing leaks).
- */
-export function toolRules(ctx: CliContext): CustomRule[] {
-  const { configDir, home } = ctx.perm;
-  let searchPaths: string[] = [];
-  try {
-    searchPaths = readHostConfig(configDir, home).searchPaths;
-  } catch (e) {
-    log.warn("proxy: search paths not read for tools' proxy rules", {
-      error: (e as Error).message,
-    });
-  }
-  const skip = (dir: string, e: Error) =>
-    log.warn("proxy: tools' proxy rules left out", { dir, error: e.message });
-  return loadToolProxyRules({ configDir, searchPaths }, skip).map((r): CustomRule => {
-    const value = new Secret(r.value);
-    if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
-    if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
-    return { domain: r.domain, kind: "bearer", value };
-  });
 }

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import type { CliContext } from "./command.ts";
 import { out } from "./proxy_view.ts";
 

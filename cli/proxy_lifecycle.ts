@@ -10,7 +10,7 @@
  */
 
 import { type HealthInfo, readRunFiles, removeRunFiles, runPaths } from "../proxy/mod.ts";
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import type { CliContext } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
 import type { Launch } from "./proxy_install.ts";
@@ -40,6 +40,12 @@ export async function probe(
 }
 
 /** This program as `deno run` (or the compiled binary) with its flags and socket. */
+/**
+ * V8 flags of the background proxy (`start`, `install`): a young generation capped at
+ * 4 MiB semi-spaces instead of growing to 16 (issue 11: footprint; bench/proxy_bench.ts).
+ */
+export const PROXY_V8_FLAGS = "--max-semi-space-size=4";
+
 function programArgs(ctx: CliContext): string[] {
   const compiled = !/\/deno$/.test(ctx.perm.execPath);
   const dir = ctx.perm.programDir;
@@ -49,6 +55,7 @@ function programArgs(ctx: CliContext): string[] {
     "--cached-only",
     "--config",
     `${dir}/deno.json`,
+    `--v8-flags=${PROXY_V8_FLAGS}`,
     ...unionFlags(ctx.perm),
     `${dir}/main.ts`,
   ];

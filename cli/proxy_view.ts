@@ -14,7 +14,7 @@ import {
   runPaths,
   toRecords,
 } from "../proxy/mod.ts";
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/errors.ts";
 import { UsageError } from "./args.ts";
 import type { CliContext } from "./command.ts";
 

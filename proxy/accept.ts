@@ -8,7 +8,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 
 /** A listener being served. */
 export interface Served {
@@ -61,14 +61,7 @@ export function serveConns(
     async shutdown() {
       closing = true;
       stopping.abort();
-      try {
-        listener.close();
-      } catch { /* already closed */ }
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
+      closeQuietly(listener, ...conns);
       await finished;
     },
   };
@@ -92,8 +85,15 @@ async function gated(
   } catch {
     /* the guest went away */
   } finally {
+    closeQuietly(conn);
+  }
+}
+
+/** Closes each of `closers` that is there, ignoring one already closed. */
+export function closeQuietly(...closers: ({ close(): void } | undefined)[]): void {
+  for (const c of closers) {
     try {
-      conn.close();
+      c?.close();
     } catch { /* already closed */ }
   }
 }

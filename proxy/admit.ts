@@ -15,7 +15,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import type { ModelProvider } from "./activity.ts";
 import { type Caller, type CallerLookup, normalizeAddress } from "./clients.ts";
 import type { ActivityCounter, ModelCall, TrafficCall } from "./counter.ts";

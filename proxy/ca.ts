@@ -1,6 +1,8 @@
 /**
- * The host CA and the leaf certificates the proxy terminates TLS with. The TLS-library
- * choice lives here only: `@peculiar/x509` on Deno's WebCrypto, ECDSA P-256.
+ * The host CA and the leaf certificates the proxy terminates TLS with, ECDSA P-256 on Deno's
+ * WebCrypto. The CA (once per host) is made with `@peculiar/x509`; leaves, issued at every
+ * proxy start and per server name, are written by proxy/leaf_der.ts so the long-running
+ * proxy never loads that library (issue 11).
  *
  * The CA is made once (`<stateDir>/ca/ca.crt` 0644, `ca.key` 0600 in a 0700 directory) and
  * its key never leaves the host; templates install `ca.crt` so guests trust the proxy. A
@@ -12,8 +14,8 @@
  * @module
  */
 
-import { IsbError, pemToDer, x509Lib } from "../rpc/mod.ts";
-import type { X509Certificate } from "@peculiar/x509";
+import { IsbError, pemToDer, x509Lib } from "../rpc/base.ts";
+import { type IssuerInfo, issuerInfo, pem, signLeaf, unpem } from "./leaf_der.ts";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
@@ -35,7 +37,7 @@ export class CaSigner {
   /** SHA-256 fingerprint of the certificate. */
   readonly fingerprint: string;
   readonly #key: CryptoKey;
-  #cert: X509Certificate | undefined; // parsed on first signing (the library loads lazily)
+  #issuer: Promise<IssuerInfo> | undefined; // read from the certificate on first signing
 
   /** Creates it (nothing runs until a start or a call). */
   constructor(certPem: string, key: CryptoKey, fingerprint: string) {
@@ -51,32 +53,16 @@ export class CaSigner {
   ): Promise<{ certPem: string; keyPem: string }> {
     if (names.length === 0) throw new RangeError("issueLeaf: no names");
     const now = opts.now ?? Date.now();
-    const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
-    const x509 = await x509Lib();
-    this.#cert ??= new x509.X509Certificate(this.certPem);
-    const leaf = await x509.X509CertificateGenerator.create({
-      serialNumber: serial(),
-      subject: `CN=${names[0]!.replace(/^\*\./, "")}`,
-      issuer: this.#cert.subject,
-      notBefore: new Date(now - DAY),
-      notAfter: new Date(now + 397 * DAY),
-      signingAlgorithm: ALG,
-      publicKey: keys.publicKey,
-      signingKey: this.#key,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
-        new x509.SubjectAlternativeNameExtension(
-          names.map((n) => ({ type: "dns" as const, value: n })),
-        ),
-        await x509.AuthorityKeyIdentifierExtension.create(this.#cert),
-      ],
+    this.#issuer ??= issuerInfo(pemToDer(this.certPem));
+    const { certDer, keyDer } = await signLeaf(await this.#issuer, this.#key, {
+      names,
+      serial: serial(),
+      notBefore: now - DAY,
+      notAfter: now + 397 * DAY,
     });
-    const pkcs8 = await crypto.subtle.exportKey("pkcs8", keys.privateKey);
     return {
-      certPem: `${leaf.toString("pem")}\n${this.certPem.trim()}\n`,
-      keyPem: `${x509.PemConverter.encode(pkcs8, "PRIVATE KEY")}\n`,
+      certPem: `${pem("CERTIFICATE", certDer)}\n${this.certPem.trim()}\n`,
+      keyPem: `${pem("PRIVATE KEY", keyDer)}\n`,
     };
   }
 
@@ -86,11 +72,13 @@ export class CaSigner {
   }
 }
 
-function serial(): string {
+function serial(): Uint8Array {
   const b = crypto.getRandomValues(new Uint8Array(16));
   b[0] = b[0]! & 0x7f | 0x10;
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return b;
 }
+
+const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
 /** SHA-256 fingerprint of a PEM certificate (the first one in the text). */
 export async function certFingerprint(certPem: string): Promise<string> {
@@ -107,7 +95,7 @@ export async function createCa(
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const x509 = await x509Lib();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
+    serialNumber: hex(serial()),
     name: `CN=${opts.commonName ?? "isx proxy CA"}, O=isx`,
     notBefore: new Date(now - DAY),
     notAfter: new Date(now + 10 * 365 * DAY),
@@ -131,10 +119,9 @@ export async function createCa(
 
 /** A signer from PEM texts. */
 export async function signerFromPem(certPem: string, keyPem: string): Promise<CaSigner> {
-  const x509 = await x509Lib();
   let key: CryptoKey;
   try {
-    const der = x509.PemConverter.decodeFirst(keyPem);
+    const der = unpem("PRIVATE KEY", keyPem);
     key = await crypto.subtle.importKey("pkcs8", der, ALG, false, ["sign"]);
   } catch (e) {
     throw new IsbError(

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { type Instance, type InstanceState, log } from "../rpc/mod.ts";
+import { type Instance, type InstanceState, log } from "../rpc/base.ts";
 import { followEvents } from "./follow.ts";
 import type { CallerRef } from "./counter.ts";
 import {

@@ -32,7 +32,7 @@
 
 import { load } from "js-yaml";
 import { z } from "zod";
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 import { Secret } from "./secret.ts";
 
 /** Where Vertex AI calls go and how the proxy gets an access token for them. */

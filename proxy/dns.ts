@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type IncusClient, isPreconditionFailed } from "../rpc/mod.ts";
+import { type IncusClient, isPreconditionFailed } from "../rpc/base.ts";
 
 /** The default block tag; tests use their own so they never touch a running proxy's block. */
 export const DNS_TAG = "isx-proxy";

@@ -13,7 +13,7 @@
  */
 
 import { z } from "zod";
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import type { Caller } from "./clients.ts";
 import { matchDomain } from "./policy.ts";
 import type { HeaderOp } from "./rewrite.ts";

@@ -13,8 +13,8 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
-import { serveConns } from "./accept.ts";
+import { log } from "../rpc/base.ts";
+import { closeQuietly, serveConns } from "./accept.ts";
 import { dialGuarded } from "./egress_dial.ts";
 import type { Guard } from "./egress_guard.ts";
 import { pipeConns, readHead, splitAuthority, unreachable } from "./forward.ts";
@@ -62,11 +62,7 @@ async function serveOne(
     log.debug("proxy: egress connector", { error: String((e as Error)?.message ?? e) });
   } finally {
     clearTimeout(timer);
-    for (const c of [conn, upstream]) {
-      try {
-        c?.close();
-      } catch { /* already closed */ }
-    }
+    closeQuietly(conn, upstream);
   }
 }
 

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { IsbError, log } from "../rpc/mod.ts";
+import { IsbError, log } from "../rpc/base.ts";
 import {
   type Cidr,
   type Guard,

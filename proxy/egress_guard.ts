@@ -14,7 +14,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 
 /** Looks up a host name's addresses (A and AAAA). */
 export type Resolver = (hostname: string) => Promise<string[]>;

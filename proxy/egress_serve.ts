@@ -18,7 +18,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { signerFromPem } from "./ca.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
 import { Handoff } from "./handoff.ts";

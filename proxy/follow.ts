@@ -7,7 +7,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 
 /** Follows `events` until `signal` aborts; `what` names the stream in debug logs. */
 export async function followEvents(

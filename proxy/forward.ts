@@ -19,13 +19,13 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { callerOf, type EgressLookup } from "./admit.ts";
 import type { Caller, CallerLookup } from "./clients.ts";
 import type { Handoff } from "./handoff.ts";
 import type { ActivityCounter } from "./counter.ts";
 import { hostOnly, type Policy } from "./policy.ts";
-import { type Gate, serveConns, type Served } from "./accept.ts";
+import { closeQuietly, type Gate, serveConns, type Served } from "./accept.ts";
 import { type Guard, type Resolver, targetAllowed } from "./egress_guard.ts";
 import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "./egress_dial.ts";
 import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "./limits.ts";
@@ -118,13 +118,7 @@ export async function pipeConns(
     signal?: AbortSignal | undefined;
   } = {},
 ): Promise<void> {
-  const close = () => {
-    for (const c of [a, b]) {
-      try {
-        c.close();
-      } catch { /* already closed */ }
-    }
-  };
+  const close = () => closeQuietly(a, b);
   const dog = count.idleMs ? new Watchdog(count.idleMs, close) : undefined;
   if (count.signal?.aborted) close();
   count.signal?.addEventListener("abort", close, { once: true });
@@ -243,11 +237,7 @@ export async function handleForward(
     log.debug("proxy: forward connection failed", { error: String((e as Error)?.message ?? e) });
   } finally {
     clearTimeout(timer);
-    for (const c of [conn, upstream]) {
-      try {
-        c?.close();
-      } catch { /* already closed */ }
-    }
+    closeQuietly(conn, upstream);
   }
 }
 
@@ -289,9 +279,7 @@ async function tunnel(
     });
   } finally {
     traffic.end();
-    try {
-      upstream?.close();
-    } catch { /* already closed */ }
+    closeQuietly(upstream);
   }
 }
 

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 
 /** The guard's nftables table (family `bridge`). */
 export const GUARD_TABLE = "isx_guard";

@@ -15,7 +15,7 @@ import {
   IsbError,
   isNotFound,
   log,
-} from "../rpc/mod.ts";
+} from "../rpc/base.ts";
 import { memberOnly } from "./member.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";

@@ -23,7 +23,7 @@
 
 import { load } from "js-yaml";
 import { z } from "zod";
-import { IsbError, parseDuration } from "../rpc/mod.ts";
+import { IsbError, parseDuration } from "../rpc/base.ts";
 import { isEmptyYaml } from "./credentials.ts";
 
 /** The proxy-only bridge's default name (isx branch --network proxy-only makes it). */

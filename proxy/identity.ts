@@ -23,7 +23,7 @@
  * @module
  */
 
-import type { Instance, InstanceState } from "../rpc/mod.ts";
+import type { Instance, InstanceState } from "../rpc/base.ts";
 import type { GuardEntry } from "./guard.ts";
 import { type Grant, GRANT_NAMES, type GrantName } from "./policy.ts";
 

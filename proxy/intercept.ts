@@ -11,7 +11,7 @@
  * @module
  */
 
-import { IsbError, log } from "../rpc/mod.ts";
+import { IsbError, log } from "../rpc/base.ts";
 import type { InterceptDeps } from "./admit.ts";
 import type { Handoff } from "./handoff.ts";
 import { relayConnection, type RelayDeps } from "./relay.ts";

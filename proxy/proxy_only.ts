@@ -10,7 +10,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { followEvents } from "./follow.ts";
 
 /** The mark isx puts on its proxy-only bridge (mcp/instances/network.ts writes it). */

@@ -21,7 +21,8 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
+import { closeQuietly } from "./accept.ts";
 import type { Handoff } from "./handoff.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { pipeConns } from "./forward.ts";
@@ -106,9 +107,7 @@ class Session {
   }
 
   #close(): void {
-    try {
-      this.#guest.close();
-    } catch { /* already closed */ }
+    closeQuietly(this.#guest);
   }
 
   /** Answers from the proxy itself and closes, letting the guest finish sending first. */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import type { ConnReader } from "./conn_reader.ts";
 import {
   connectionTokens,

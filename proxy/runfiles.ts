@@ -8,7 +8,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 
 /** The paths under a state directory. */
 export function runPaths(

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import { admit, callerOf, type InterceptDeps } from "./admit.ts";
 import type { ModelCall, TrafficCall } from "./counter.ts";
 import { responseHeaders, scrubText } from "./rewrite.ts";

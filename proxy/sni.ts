@@ -17,7 +17,7 @@
  * @module
  */
 
-import { IsbError, log } from "../rpc/mod.ts";
+import { IsbError, log } from "../rpc/base.ts";
 import type { Leaf } from "./leaf_cache.ts";
 
 /** Deno's unofficial listener option: a per-SNI certificate resolver. */

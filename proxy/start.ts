@@ -9,7 +9,7 @@
  * @module
  */
 
-import { IsbError, VERSION } from "../rpc/mod.ts";
+import { IsbError, VERSION } from "../rpc/base.ts";
 import type { CaSigner } from "./ca.ts";
 import type { CallerLookup } from "./clients.ts";
 import { ActivityCounter } from "./counter.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 
 /** True for 127.0.0.0/8, ::1 and `localhost`. */
 export function isLoopback(host: string): boolean {

@@ -10,7 +10,8 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
+import { closeQuietly } from "./accept.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { UpstreamOrigin } from "./upstream.ts";
 import { type Guard, guardedAddresses } from "./egress_guard.ts";
@@ -36,12 +37,6 @@ interface Idle {
   lease: Lease;
   timer: ReturnType<typeof setTimeout>;
   idle: boolean;
-}
-
-function closeQuietly(conn: Deno.Conn): void {
-  try {
-    conn.close();
-  } catch { /* already closed */ }
 }
 
 /** Keep-alive upstream connections, per key. */

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { IsbError } from "../rpc/mod.ts";
+import { IsbError } from "../rpc/base.ts";
 import type { VertexConfig } from "./credentials.ts";
 import { Secret } from "./secret.ts";
 

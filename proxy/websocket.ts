@@ -9,7 +9,7 @@
  * @module
  */
 
-import { log } from "../rpc/mod.ts";
+import { log } from "../rpc/base.ts";
 import type { TrafficCall } from "./counter.ts";
 import { scrubText } from "./rewrite.ts";
 import { Scrubber } from "./scrub.ts";

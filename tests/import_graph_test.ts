@@ -66,18 +66,27 @@ function allowed(from: string, to: string): boolean {
       "rpc/mod.ts",
       "rpc/server/mod.ts",
       "mcp/mod.ts",
+      "mcp/tool_rules.ts", // what `isx proxy run` needs of mcp/, without the layer (issue 11)
       "proxy/mod.ts",
       "guest/mod.ts",
       "rpc/errors.ts",
       "rpc/log.ts",
       "rpc/version.ts",
       "rpc/duration.ts",
+      "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
     ].includes(to);
   }
   if (a === "mcp") {
-    return ["rpc/mod.ts", "guest/mod.ts", "guest/protocol.ts", "proxy/activity.ts"].includes(to);
+    return [
+      "rpc/mod.ts",
+      "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
+      "guest/mod.ts",
+      "guest/protocol.ts",
+      "proxy/activity.ts",
+    ].includes(to);
   }
-  if (a === "proxy") return to === "rpc/mod.ts";
+  // rpc/base.ts: the library without the sandbox engine, for the long-running proxy
+  if (a === "proxy") return to === "rpc/mod.ts" || to === "rpc/base.ts";
   return false;
 }
 

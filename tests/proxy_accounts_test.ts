@@ -26,6 +26,7 @@ import {
   startFakeUpstream,
   STREAM_USAGE,
 } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const VERTEX_TOKEN = "ya29.REAL-vertex-token-0123456789";
 const TOOL_TOKEN = "tool-REAL-token-abcdef";
@@ -108,11 +109,7 @@ async function setup(instances: Caller[], tokenCommand?: string[]): Promise<Env>
     "git.tooltest.dev",
   ];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(
       parseCredentials(
         tokenCommand

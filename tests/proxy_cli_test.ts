@@ -10,6 +10,7 @@ import { parseCredentials } from "../proxy/credentials.ts";
 import { parseActivity, Policy, RECORD_FIELDS, startProxy, toRecords } from "../proxy/mod.ts";
 import { spawnProgram } from "./helpers/spawn.ts";
 import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
 
@@ -38,11 +39,7 @@ Deno.test("isx proxy activity --json matches /activity and --plain has one line 
   };
   callers.instances = [a, { name: "cli-b", incarnation: "y", view: 1 }];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(parseCredentials("")),
     ca,
     clients: callers,

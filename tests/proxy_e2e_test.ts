@@ -27,6 +27,7 @@ import {
   startFakeUpstream,
   STREAM_USAGE,
 } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 export const REAL_KEY = "sk-ant-api03-REAL-e2e-0123456789";
 const CREDS = `
@@ -84,11 +85,7 @@ async function setup(): Promise<Env> {
   const policy = new Policy(parseCredentials(CREDS));
   const start = () =>
     startProxy({
-      listen: {
-        tls: { hostname: "127.0.0.1", port: 0 },
-        forward: { hostname: "127.0.0.1", port: 0 },
-        health: [{ hostname: "127.0.0.1", port: 0 }],
-      },
+      listen: loopbackListen(),
       policy,
       ca,
       clients: callers,
@@ -429,11 +426,7 @@ Deno.test("proxy hands a CONNECT to an intercepted host to the TLS server and re
   const up = startFakeUpstream();
   const everyone = { identify: () => Promise.resolve(A), known: () => [A] };
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(parseCredentials(CREDS)),
     ca,
     clients: everyone,

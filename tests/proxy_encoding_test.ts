@@ -20,6 +20,7 @@ import {
   startFakeUpstream,
   STREAM_USAGE,
 } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const REAL_KEY = "sk-ant-api03-REAL-encoding-0123456789";
 const A: Caller = {
@@ -47,11 +48,7 @@ async function setup(creds: string): Promise<Env> {
   const callers = new PortCallers();
   callers.instances = [A];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(parseCredentials(creds)),
     ca,
     clients: callers,

@@ -16,6 +16,7 @@ import { Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import { PortCallers } from "./fakes/upstream.ts";
 import { unreachable } from "../proxy/forward.ts";
 import { hostOnly } from "../proxy/policy.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
 const dec = new TextDecoder();
@@ -84,11 +85,7 @@ Deno.test("forward proxy refuses the host, private and rebound targets with the 
     "gateway.test": ["203.0.114.9"],
   };
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(emptyCredentials()),
     ca: await loadCa(`${dir}/ca`),
     clients: callers,
@@ -146,11 +143,7 @@ Deno.test("forward proxy connects to the address it checked, and a failure answe
   let lookups = 0;
   let flip: string[] = [];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [],
-    },
+    listen: loopbackListen({ health: false }),
     policy: new Policy(emptyCredentials()),
     ca: await loadCa(`${dir}/ca`),
     clients: callers,
@@ -204,11 +197,7 @@ Deno.test("proxy stops while a tunnel's upstream stays open after the guest half
     for await (const c of quiet) held.push(c);
   })();
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [],
-    },
+    listen: loopbackListen({ health: false }),
     policy: new Policy(emptyCredentials()),
     ca: await loadCa(`${dir}/ca`),
     clients: callers,

@@ -15,6 +15,7 @@ import type { ProxyLimits } from "../proxy/limits.ts";
 import { guestConnect, guestRequest, PortCallers } from "./fakes/upstream.ts";
 import { startMockAnthropic } from "./fakes/mock_anthropic.ts";
 import { MOCK_USAGE } from "./fakes/mock_model.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
 const B: Caller = { name: "b", incarnation: "1", view: 1, address: "b", pins: {}, grant: "all" };
@@ -76,11 +77,7 @@ async function setup(
   const callers = new PortCallers();
   callers.instances = [A, B];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(
       parseCredentials(`anthropic: { accounts: { m: { api_key: sk-x-123456 } } }`),
     ),

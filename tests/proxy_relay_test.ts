@@ -19,6 +19,7 @@ import {
   type RawUpstream,
   startRawUpstream,
 } from "./fakes/raw_upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const REAL = "sk-ant-api03-REAL-relay-0123456789";
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
@@ -40,11 +41,7 @@ async function setup(respond: (req: RawRequest) => RawReply): Promise<Env> {
   const callers = new PortCallers();
   callers.instances = [A, B];
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [],
-    },
+    listen: loopbackListen({ health: false }),
     policy: new Policy(parseCredentials(`anthropic: { accounts: { m: { api_key: ${REAL} } } }`)),
     ca,
     clients: callers,

@@ -18,6 +18,7 @@ import {
 import { KEY_ISX_ROLE, PROXY_ONLY_BRIDGE, ROLE_PROXY_ONLY } from "../mcp/mod.ts";
 import { PROXY_ONLY_BRIDGE as PROXY_DEFAULT_BRIDGE } from "../proxy/mod.ts";
 import { guestConnect, PortCallers } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const A: Caller = {
   name: "po-a",
@@ -59,11 +60,7 @@ Deno.test("ProxyHandle.addListen serves the forward proxy and TLS interception o
     () => new Response("origin\n"),
   );
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(emptyCredentials()),
     ca,
     clients: callers,

@@ -13,6 +13,7 @@ import { parseCredentials } from "../proxy/credentials.ts";
 import { Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import { connectTlsAs } from "../proxy/sni.ts";
 import { PortCallers } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 /** Counts leaves issued per first name. */
 class CountingCa extends CaSigner {
@@ -46,11 +47,7 @@ async function setup(): Promise<Env> {
   );
   const ca = new CountingCa(base.certPem, key, base.fingerprint);
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(parseCredentials("{}"), { domains: ["registry.npmjs.org"] }),
     ca,
     clients: new PortCallers(),

@@ -10,6 +10,7 @@ import type { Caller } from "../proxy/clients.ts";
 import { parseCredentials } from "../proxy/credentials.ts";
 import { Policy, startProxy } from "../proxy/mod.ts";
 import { startFakeUpstream } from "./fakes/upstream.ts";
+import { loopbackListen } from "./helpers/proxy.ts";
 
 const REAL = "sk-proj-REAL-websocket-0123456789";
 const A: Caller = { name: "ws-a", incarnation: "x", view: 1, address: "a", pins: {}, grant: "all" };
@@ -20,11 +21,7 @@ Deno.test("relayWebSocket scrubs real values from text and binary messages and t
   const ca = await loadCa(`${dir}/ca`);
   const up = startFakeUpstream();
   const proxy = await startProxy({
-    listen: {
-      tls: { hostname: "127.0.0.1", port: 0 },
-      forward: { hostname: "127.0.0.1", port: 0 },
-      health: [{ hostname: "127.0.0.1", port: 0 }],
-    },
+    listen: loopbackListen(),
     policy: new Policy(parseCredentials(`openai: { accounts: { main: { api_key: ${REAL} } } }`)),
     ca,
     clients: { identify: () => Promise.resolve(A), known: () => [A] },

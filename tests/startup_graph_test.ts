@@ -157,3 +157,16 @@ Deno.test("the guest bundle (cli/bundle.ts) carries every command without the so
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP layer", async () => {
+  // The proxy runs for days and keeps every module it evaluated (issue 11: footprint): the
+  // static graphs of main.ts, the command, its run module and (with --remote) incus_remote.ts.
+  const roots = ["main.ts", "cli/proxy.ts", "cli/proxy_run.ts", "cli/incus_remote.ts"];
+  const got = (await Promise.all(roots.map(async (r) => staticOf(await graphOf(r), r)))).flat();
+  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/mod.ts", "mcp/mod.ts"), []);
+  assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
+  assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
+  assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
+  // the graph is read right: the proxy and its one entry into mcp/ are there
+  assert.ok(got.includes("proxy/mod.ts") && got.includes("mcp/tool_rules.ts"));
+});

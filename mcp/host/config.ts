@@ -9,7 +9,7 @@
  */
 
 import { load as parseYaml } from "js-yaml";
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/errors.ts";
 
 /** What the host layer takes from config.yaml. */
 export interface HostConfig {

@@ -13,7 +13,7 @@
  */
 
 import { load as parseYaml } from "js-yaml";
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/errors.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
 import {
   type FileDef,

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/errors.ts";
 import { parseYamlText } from "./load.ts";
 import { parseTool, type ToolDef } from "./schema.ts";
 

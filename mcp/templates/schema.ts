@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/errors.ts";
 import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
 import { headerValue, ProxyRuleSchema } from "./proxy_schema.ts";
 

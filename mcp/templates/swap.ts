@@ -112,7 +112,10 @@ export function incusSwapOps(
         }
       } catch (e) {
         // the swap only renames onto a free name: `to` there and `from` gone means it happened
-        if (await exists(from) || !await exists(to)) throw e;
+        // (a check that fails itself leaves the rename's own error to report)
+        const made = await Promise.all([exists(from), exists(to)])
+          .then(([f, t]) => !f && t, () => false);
+        if (!made) throw e;
         note(`Incus reported the rename of ${from} to ${to} failed, but it took effect: ${e}`);
       }
     },

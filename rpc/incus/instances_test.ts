@@ -104,6 +104,27 @@ Deno.test("createInstance with a target sends ?target=", async () => {
   }
 });
 
+Deno.test("a client made with a target places every create there, scoped copies too; nothing else carries it", async () => {
+  await using fake = await startFakeIncusd([
+    { route: "POST /1.0/instances", operation: {} },
+    { route: "GET /1.0/instances", metadata: [] },
+  ]);
+  const c = createIncusClient({ socket: fake.socket, target: "node3" });
+  try {
+    const req = { name: "web", source: { type: "image" as const, alias: "x" } };
+    await c.createInstance(req, { step: "create instance web" });
+    await c.withProject("p").createInstance(req, { step: "create instance web" });
+    await c.createInstance(req, { step: "create instance web", target: "node2" });
+    await c.listInstances();
+    const creates = fake.requests.filter((r) => r.method === "POST" && r.path === "/1.0/instances");
+    assert.deepEqual(creates.map((r) => r.query.get("target")), ["node3", "node3", "node2"]);
+    const list = fake.requests.find((r) => r.method === "GET" && r.path === "/1.0/instances");
+    assert.equal(list?.query.get("target"), null);
+  } finally {
+    c.close();
+  }
+});
+
 Deno.test("updateInstance retries a 412 with a fresh read and sends If-Match", async () => {
   await using fake = await startFakeIncusd([
     { route: "GET /1.0/instances/web", metadata: WEB, etag: '"e1"' },

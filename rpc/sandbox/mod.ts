@@ -44,8 +44,8 @@ import {
   type SandboxInfo,
   sandboxInfo,
 } from "./instance.ts";
-import type { ApplyReport, SandboxPlan } from "./plan.ts";
-import { type Clock, LOCK_WAIT_MS, SYSTEM_CLOCK } from "./lock.ts";
+import type { Engine, EngineOptions } from "./engine_types.ts";
+import { LOCK_WAIT_MS, SYSTEM_CLOCK } from "./lock.ts";
 import { desiredToJson } from "./resolve.ts";
 import {
   type CallOptions,
@@ -65,7 +65,6 @@ import {
   stopSandbox,
   waitSandboxReady,
 } from "./lifecycle_ops.ts";
-import type { ExecDefaults, PortSpec, ReadyCheck } from "./spec.ts";
 import {
   ensureVolume,
   getVolume,
@@ -99,142 +98,7 @@ export type {
 } from "./spec.ts";
 export { type Clock, SYSTEM_CLOCK } from "./lock.ts";
 
-/** What {@link createEngine} needs. */
-export interface EngineOptions {
-  /** The Incus client of the server's default project. */
-  incus: IncusClient;
-  /** The server's working directory (absolute). */
-  cwd: string;
-  /** The server's environment snapshot. */
-  env: Readonly<Record<string, string>>;
-  /** Lock root (`$XDG_RUNTIME_DIR/isb` or `<tmp>/isb-<uid>/isb`). */
-  lockDir: string;
-  /** isb state directory (egress CAs and secrets files). */
-  isbStateDir: string;
-  /** Deadline of the create operation; the client's `createMs` when absent. */
-  createTimeoutMs?: number | undefined;
-  /** The server's `$TERM` (tty execs). */
-  term?: string | undefined;
-  /** Monotonic clock for deadlines and polling; the real one when absent. */
-  clock?: Clock;
-  /** Wall-clock milliseconds (stamps); `Date.now` when absent. */
-  wallNow?: () => number;
-  /** How long to wait for another holder of a sandbox's lock (15 min). */
-  lockWaitMs?: number;
-  /** Compose file access; Deno's file system when absent. */
-  fs?: ComposeFs;
-  /** Probe for taken TCP ports (searched ports); binding locally when absent. */
-  inUse?: (host: string, port: number) => boolean;
-  /** Host paths never read nor mounted (secret files, bind sources): see protected.ts. */
-  protectedPaths?: readonly string[];
-}
-
-/** The engine. */
-export interface Engine {
-  /** The client for a project (absent: the server's default project). */
-  client(project?: string): IncusClient;
-  /** The server's `$TERM`. */
-  readonly term: string | undefined;
-
-  /** `sandbox.create`: the new sandbox's info; an existing one is `already_exists`. */
-  create(p: SpecParams, o?: CallOptions): Promise<SandboxInfo>;
-  /** `sandbox.ensure`: reconcile, then `{info, report}`. */
-  ensure(p: SpecParams, o?: CallOptions): Promise<{ info: SandboxInfo; report: ApplyReport }>;
-  /** `sandbox.plan`: what ensure would do (read-only). */
-  plan(p: SpecParams, o?: CallOptions): Promise<SandboxPlan>;
-  /** `sandbox.resolve`: the desired state (§6.6). */
-  resolve(p: SpecParams, o?: CallOptions): Promise<Record<string, unknown>>;
-  /** `sandbox.get`. */
-  get(name: string, o?: CallOptions): Promise<SandboxInfo>;
-  /** `sandbox.list`, filtered by labels (`key` or `key=value`). */
-  list(labels: string[], o?: CallOptions): Promise<SandboxInfo[]>;
-  /** `sandbox.remove` (a running one needs `force`). */
-  remove(p: RemoveParams, o?: CallOptions): Promise<void>;
-  /** `sandbox.start`. */
-  start(name: string, o?: CallOptions): Promise<void>;
-  /** `sandbox.stop`. */
-  stop(p: StopParams, o?: CallOptions): Promise<void>;
-  /** `sandbox.restart`: clean stop, then start. */
-  restart(name: string, o?: CallOptions): Promise<void>;
-  /** `sandbox.wait_ready`. */
-  waitReady(p: WaitReadyParams, o?: CallOptions): Promise<void>;
-  /** `sandbox.add_port`. */
-  addPort(p: { name: string; port: PortSpec }, o?: CallOptions): Promise<{ listen: string }>;
-  /** `sandbox.remove_device`. */
-  removeDevice(p: { name: string; device: string }, o?: CallOptions): Promise<{ removed: boolean }>;
-
-  /** `volume.list`: one pool's volumes, or every pool's. */
-  volumeList(p: { pool?: string | undefined }, o?: CallOptions): Promise<VolumeInfo[]>;
-  /** `volume.get`. */
-  volumeGet(p: VolumeParams, o?: CallOptions): Promise<VolumeInfo>;
-  /** `volume.create`: `{created, pool}`. */
-  volumeCreate(p: VolumeParams, o?: CallOptions): Promise<{ created: boolean; pool: string }>;
-  /** `volume.remove` (refused while in use). */
-  volumeRemove(p: VolumeParams, o?: CallOptions): Promise<void>;
-  /** `prune` (a dry run unless `dry_run: false`). */
-  prune(p: { label: string; dry_run?: boolean | undefined }, o?: CallOptions): Promise<PruneItem[]>;
-
-  /** `compose.load`. */
-  composeLoad(p: ComposeParams, o?: CallOptions): Promise<ComposeLoadResult>;
-  /** `compose.up`: `[{service, report}]` in dependency order. */
-  composeUp(p: ComposeParams, o?: CallOptions): Promise<{ service: string; report: ApplyReport }[]>;
-  /** `compose.plan`: one plan per service, in dependency order. */
-  composePlan(p: ComposeParams, o?: CallOptions): Promise<SandboxPlan[]>;
-  /** `compose.down`. */
-  composeDown(p: ComposeParams, o?: CallOptions): Promise<null>;
-}
-
-/** Params of `sandbox.remove`. */
-export interface RemoveParams {
-  /** The sandbox. */
-  name: string;
-  /** Stop a running one first. */
-  force?: boolean | undefined;
-}
-
-/** Params of `sandbox.stop`. */
-export interface StopParams {
-  /** The sandbox. */
-  name: string;
-  /** Kill instead of a clean shutdown. */
-  force?: boolean | undefined;
-  /** Clean-shutdown timeout (default 30 s). */
-  timeoutMs?: number | undefined;
-}
-
-/** Params of `sandbox.wait_ready`. */
-export interface WaitReadyParams {
-  /** The sandbox. */
-  name: string;
-  /** Checks in order (default `["running"]`). */
-  ready?: ReadyCheck[] | undefined;
-  /** Shared deadline (default 60 s). */
-  timeoutMs?: number | undefined;
-  /** Exec defaults (`user` matters for `path_writable`). */
-  exec?: ExecDefaults | undefined;
-}
-
-/** Params of the volume methods. */
-export interface VolumeParams {
-  /** The Incus volume name. */
-  name: string;
-  /** A pool, or `auto`/absent for the pool rule. */
-  pool?: string | undefined;
-  /** Config of a new volume (`volume.create` only). */
-  config?: Record<string, string> | undefined;
-}
-
-/** The `compose.load` result: the resolved file, serialised. */
-export interface ComposeLoadResult {
-  /** The sanitised project name. */
-  name: string;
-  /** The first file's directory (canonical). */
-  base_dir: string;
-  /** The files as given or found. */
-  files: string[];
-  /** The merged file with names and defaults filled. */
-  file: Record<string, unknown>;
-}
+export type * from "./engine_types.ts";
 
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {

@@ -17,6 +17,7 @@ import { ClientRegistry, incusSource, loadCa, Policy, startProxy } from "../../p
 import { emptyCredentials } from "../../proxy/credentials.ts";
 import { applyDns } from "../../proxy/dns.ts";
 import type { IsxHome } from "../templates_env.ts";
+import { loopbackListen } from "../helpers/proxy.ts";
 
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
 
@@ -97,11 +98,7 @@ export async function proxyOnlyChecks(
     await registry.start();
     const policy = new Policy(emptyCredentials(), { domains: [domain] });
     proxy = await startProxy({
-      listen: {
-        tls: { hostname: "127.0.0.1", port: 0 },
-        forward: { hostname: "127.0.0.1", port: 0 },
-        health: [{ hostname: "127.0.0.1", port: 0 }],
-      },
+      listen: loopbackListen(),
       policy,
       ca: await loadCa(`${o.home.stateDir}/ca`),
       clients: registry,

@@ -19,6 +19,7 @@ import {
   Policy,
   startProxy,
 } from "../../proxy/mod.ts";
+import { loopbackListen } from "../helpers/proxy.ts";
 
 const CREDS = `
 anthropic:
@@ -103,11 +104,7 @@ Deno.test({
       await t.step("isx proxy account list shows what a running proxy resolves", async () => {
         const ca = await loadCa(`${home.root}/list-ca`);
         const proxy = await startProxy({
-          listen: {
-            tls: { hostname: "127.0.0.1", port: 0 },
-            forward: { hostname: "127.0.0.1", port: 0 },
-            health: [{ hostname: "127.0.0.1", port: 0 }],
-          },
+          listen: loopbackListen(),
           policy: new Policy(parseCredentials(CREDS)),
           ca,
           clients: { identify: () => Promise.resolve(undefined), known: () => [] },

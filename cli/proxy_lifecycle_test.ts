@@ -1,0 +1,47 @@
+import { deepEqual, equal, ok } from "node:assert/strict";
+import type { CliContext } from "./command.ts";
+import { contextFrom } from "./perm_context.ts";
+import { launch, PROXY_V8_FLAGS } from "./proxy_lifecycle.ts";
+
+function ctx(execPath: string): CliContext {
+  const env: Record<string, string> = { HOME: "/home/u" };
+  const perm = contextFrom((k) => env[k], {
+    cwd: "/w",
+    uid: 1000,
+    programDir: "/opt/isx",
+    execPath,
+  });
+  return {
+    prog: "isx",
+    global: {
+      socket: "/var/lib/incus/unix.socket",
+      project: undefined,
+      remote: undefined,
+      target: undefined,
+      createTimeout: undefined,
+      quiet: false,
+      help: false,
+      version: false,
+    },
+    perm,
+    env: {},
+  };
+}
+
+Deno.test("the background proxy starts under deno with the proxy's V8 flags, before main.ts", () => {
+  const l = launch(ctx("/usr/bin/deno"));
+  for (const argv of [l.run, l.start]) {
+    const flag = argv.indexOf(`--v8-flags=${PROXY_V8_FLAGS}`);
+    ok(flag > 0, argv.join(" "));
+    ok(flag < argv.indexOf("/opt/isx/main.ts"), "a V8 flag after main.ts is a program argument");
+    equal(argv[1], "run");
+  }
+  deepEqual(l.run.slice(-4, -1), ["proxy", "run", "--log-file"]);
+  ok(/^--max-semi-space-size=\d+$/.test(PROXY_V8_FLAGS));
+});
+
+Deno.test("the compiled binary gets no deno run arguments (its V8 flags are its own)", () => {
+  const l = launch(ctx("/usr/local/bin/isx"));
+  equal(l.run[0], "/usr/local/bin/isx");
+  ok(!l.run.some((a) => a.startsWith("--v8-flags")), l.run.join(" "));
+});

@@ -1,0 +1,91 @@
+/**
+ * `isx proxy run`: the proxy in the foreground, and the tools' `proxy:` rules it starts
+ * with. This is the module graph of the long-running proxy process, so it imports the proxy,
+ * rpc's leaf modules and the one narrow entry of the MCP layer it needs (mcp/tool_rules.ts),
+ * never `mcp/mod.ts` or `rpc/mod.ts`: what a process imports stays resident (issue 11).
+ *
+ * @module
+ */
+
+import {
+  type CustomRule,
+  newToken,
+  removeRunFiles,
+  Secret,
+  startHostProxy,
+  writeRunFiles,
+} from "../proxy/mod.ts";
+import { loadToolProxyRules, readHostConfig } from "../mcp/tool_rules.ts";
+import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
+import type { CliContext } from "./command.ts";
+import { incusOptions } from "./incus_options.ts";
+import type { Values } from "./proxy_view.ts";
+
+const enc = new TextEncoder();
+
+/**
+ * The `proxy:` rules of the user's and search paths' tools, values wrapped as secrets at
+ * once. A tools directory that cannot be read or holds an invalid tool is logged and left
+ * out: the proxy still starts, and those domains get no credentials (nothing leaks).
+ */
+export function toolRules(ctx: CliContext): CustomRule[] {
+  const { configDir, home } = ctx.perm;
+  let searchPaths: string[] = [];
+  try {
+    searchPaths = readHostConfig(configDir, home).searchPaths;
+  } catch (e) {
+    log.warn("proxy: search paths not read for tools' proxy rules", {
+      error: (e as Error).message,
+    });
+  }
+  const skip = (dir: string, e: Error) =>
+    log.warn("proxy: tools' proxy rules left out", { dir, error: e.message });
+  return loadToolProxyRules({ configDir, searchPaths }, skip).map((r): CustomRule => {
+    const value = new Secret(r.value);
+    if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
+    if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
+    return { domain: r.domain, kind: "bearer", value };
+  });
+}
+
+/** Serves in the foreground until SIGINT/SIGTERM or `POST /shutdown`; returns the exit status. */
+export async function runForeground(ctx: CliContext, values: Values): Promise<number> {
+  const level = ctx.env.ISX_LOG;
+  setLogLevel(level && isLogLevel(level) ? level : "info");
+  let file: Deno.FsFile | undefined;
+  if (typeof values["log-file"] === "string") {
+    file = await Deno.open(values["log-file"], { append: true, create: true, mode: 0o600 });
+    const f = file;
+    setLogSink((line) => f.writeSync(enc.encode(line + "\n")));
+  }
+  let stop!: () => void;
+  const stopped = new Promise<void>((r) => (stop = r));
+  const token = newToken();
+  let proxy;
+  try {
+    proxy = await startHostProxy({
+      ...ctx.perm,
+      socket: ctx.global.socket,
+      incus: incusOptions(ctx),
+      gitSha: ctx.env.ISX_GIT_SHA || null,
+    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
+  } catch (e) {
+    // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
+    log.error("proxy: start failed", { error: (e as Error).message });
+    file?.close();
+    throw e;
+  }
+  await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const s of signals) Deno.addSignalListener(s, stop);
+  log.info("proxy: started", { pid: Deno.pid, ca: proxy.handle.caFingerprint });
+  await stopped;
+  for (const s of signals) Deno.removeSignalListener(s, stop);
+  log.info("proxy: stopping", { pid: Deno.pid });
+  // The files go first: once /health stops answering, `status` must say "not running".
+  await removeRunFiles(ctx.perm.stateDir, Deno.pid);
+  await proxy.close();
+  log.info("proxy: stopped", { pid: Deno.pid });
+  file?.close();
+  return 0;
+}

@@ -1,0 +1,16 @@
+/**
+ * The library without the sandbox engine: errors, logging, the version, durations, JSON
+ * lines, PEM/x509 helpers and the Incus client. `proxy/` imports this instead of `mod.ts`,
+ * because the engine (compose, zod schemas, planning) would add ~25 MiB to the resident
+ * memory of a process that never creates a sandbox (issue 11: the proxy's footprint).
+ *
+ * @module
+ */
+
+export * from "./errors.ts";
+export * from "./x509.ts";
+export * from "./duration.ts";
+export * from "./jsonl.ts";
+export * from "./log.ts";
+export * from "./version.ts";
+export * from "./incus/mod.ts";
