@@ -77,6 +77,8 @@ export function launch(ctx: CliContext): Launch {
     XDG_CACHE_HOME: up(ctx.perm.cacheDir),
   };
   if (ctx.env.ISX_GIT_SHA) env.ISX_GIT_SHA = ctx.env.ISX_GIT_SHA;
+  // with --remote: the incus client config this install read, whatever the boot sets
+  if (ctx.perm.incusConf) env.INCUS_CONF = ctx.perm.incusConf;
   const base = [ctx.perm.execPath, ...programArgs(ctx)];
   return {
     start: [...base, "proxy", "start"],

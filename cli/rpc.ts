@@ -15,7 +15,7 @@ import type { CliContext, Command } from "./command.ts";
 import { PERMISSIONS } from "./permissions.ts";
 import { incusOptions } from "./incus_options.ts";
 
-const HELP = `Usage: isb [--socket PATH] [--project NAME] [--create-timeout D] rpc
+const HELP = `Usage: isb [--socket PATH | --remote NAME] [--project NAME] [--create-timeout D] rpc
 
 Serves the isb SDK protocol on stdin/stdout: one JSON object per line, UTF-8.
 The first line written is the hello, {"isb":"<version>","protocol":1}; then every
