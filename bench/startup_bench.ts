@@ -4,7 +4,8 @@
  * (`bin/isb`, `bin/isx`), against the floor of any Deno process: a bare `deno run` of a
  * one-line script (run by hand; prints medians and ratios, asserts nothing).
  *
- * Each figure is spawn → the first protocol answer: the hello line of `isb rpc`, the
+ * Each figure is spawn → the first protocol answer: the hello line of `isb rpc` (and, beside
+ * it, the answer to a `version` sent at once, which waits for the library to load), the
  * answer to `initialize` of `isx mcp`, the first line of `isx --help`, the whole output of
  * `isx list` (which includes its Incus calls; the same calls made in a warm process are
  * printed beside it, so "start-up + the Incus call" can be read off). Runs are alternated
@@ -52,6 +53,12 @@ const line = (out: string) => out.includes("\n");
 const CASES: Case[] = [
   { name: "deno run (one line)", cmd: [DENO, "run", ONE_LINE], done: line },
   { name: "isb rpc (hello)", cmd: [`${ROOT}/bin/isb`, "rpc"], done: line },
+  {
+    name: "isb rpc (version)",
+    cmd: [`${ROOT}/bin/isb`, "rpc"],
+    input: '{"id":1,"method":"version"}\n',
+    done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
+  },
   {
     name: "isx mcp (initialize)",
     cmd: [`${ROOT}/bin/isx`, "mcp"],

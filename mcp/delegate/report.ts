@@ -143,6 +143,15 @@ export function readAgentEvents(
   tail: string,
   o: { maxBytes: number; recentN?: number },
 ): AgentReport | undefined {
+  const { recent, assistants, result } = scanAgentEvents(tail);
+  if (!result) return undefined;
+  return reportOf(result, recent, assistants, o);
+}
+
+/** The activities, assistant messages and last `result` event of an events tail. */
+export function scanAgentEvents(
+  tail: string,
+): { recent: string[]; assistants: number; result?: Record<string, unknown> } {
   const recent: string[] = [];
   let assistants = 0;
   let result: Record<string, unknown> | undefined;
@@ -166,7 +175,15 @@ export function readAgentEvents(
       }
     } else if (ev.type === "result") result = ev;
   }
-  if (!result) return undefined;
+  return { recent, assistants, ...(result ? { result } : {}) };
+}
+
+function reportOf(
+  result: Record<string, unknown>,
+  recent: string[],
+  assistants: number,
+  o: { maxBytes: number; recentN?: number },
+): AgentReport {
   const text = typeof result.result === "string" ? result.result : "";
   const head = headBytes(text, o.maxBytes);
   const u = (result.usage && typeof result.usage === "object" ? result.usage : undefined) as

@@ -33,6 +33,7 @@ import {
   delegatePrompt,
   PERMISSION_MODE,
   readAgentEvents,
+  scanAgentEvents,
 } from "../delegate/report.ts";
 import { IdempotencyKey, InstanceName, TaskId, TaskState, tool } from "./def.ts";
 import { requireRunning, taskService } from "./exec.ts";
@@ -80,16 +81,12 @@ function started(t: TaskEntry, agent: string, model?: string, replayed?: boolean
   };
 }
 
-/** The instance's running agent task, if any (this session's view, then the guest's). */
+/** The instance's running agent task, if any (this session's tasks, probed in one exec). */
 async function busyAgent(s: Session, instance: string): Promise<string | undefined> {
-  const mine = [...s.tasks.values()].find((t) =>
-    t.instance === instance && t.kind === "agent" && t.state === "running"
-  );
-  if (mine) return mine.id;
   const agents = [...s.tasks.values()].filter((t) => t.instance === instance && t.kind === "agent");
   if (!agents.length) return undefined;
   const p = await taskService(s).probe(instance, agents.map((t) => t.id));
-  return agents.find((t) => p.get(t.id) === "running")?.id;
+  return agents.find((t) => p.get(t.id) !== "done")?.id;
 }
 
 /** Instances with a delegation being started now (one busy agent per instance). */
@@ -457,6 +454,35 @@ export async function agentResult(
     ...rest,
     recent: o.events ? recent : [],
   });
+}
+
+/** task_status's agent fields (spec §2.7), read from the status's events tail. */
+export const AgentStatusFields = {
+  agent: z.string().optional(),
+  assistant_messages: z.number().int().optional(),
+  recent: z.array(z.string()).optional(),
+  cost_usd: z.number().optional(),
+  agent_stderr: z.string().optional(),
+};
+
+/**
+ * Turns a status read of an agent task into its agent form: activities instead of the raw
+ * events tail, the cost once the run has a result, the stderr tail only when it is lost or
+ * finished without a result.
+ */
+export function agentStatus(t: TaskEntry, st: Record<string, unknown>): Record<string, unknown> {
+  const { stdout_tail, stderr_tail, stdout_bytes: _o, stderr_bytes: _e, ...rest } = st;
+  const scan = scanAgentEvents(String(stdout_tail ?? ""));
+  const cost = scan.result?.total_cost_usd;
+  const failed = st.state === "lost" || (st.state === "finished" && !scan.result);
+  return {
+    ...rest,
+    ...(t.agent ? { agent: t.agent } : {}),
+    assistant_messages: scan.assistants,
+    recent: scan.recent.slice(-8),
+    ...(typeof cost === "number" && Number.isFinite(cost) ? { cost_usd: cost } : {}),
+    ...(failed && stderr_tail ? { agent_stderr: String(stderr_tail) } : {}),
+  };
 }
 
 /** The delegation tools (task_result's agent half is {@link agentResult}). */

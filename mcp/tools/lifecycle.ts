@@ -81,11 +81,16 @@ const adopt = tool({
       );
     }
     const template = st[STAMP.profile] ?? "";
+    let delegates = false;
+    try {
+      delegates = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template)
+        .delegate_agents.length > 0;
+    } catch { /* refused below, when adoption needs the template */ }
     const out = (ids: string[], warning?: string) => ({
       instance: args.instance,
       template,
       ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
-      supports_delegate: false,
+      supports_delegate: delegates,
       tasks: ids,
       ...(warning ? { warning } : {}),
     });

@@ -11,7 +11,13 @@ import { z } from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
 import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
-import { AgentResult, agentResult, delegateTools } from "./delegate.ts";
+import {
+  AgentResult,
+  agentResult,
+  agentStatus,
+  AgentStatusFields,
+  delegateTools,
+} from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
 
 /** The longest wait (§2). */
@@ -46,6 +52,7 @@ const status = tool({
     stderr_bytes: z.number().int().optional(),
     stdout_tail: z.string().optional(),
     stderr_tail: z.string().optional(),
+    ...AgentStatusFields,
   }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s, signal }) {
@@ -58,7 +65,8 @@ const status = tool({
       if (p.get(t.id) !== "running") break;
       await s.deps.sleep(Math.min(2000, Math.max(0, until - s.deps.now())), signal).catch(() => {});
     }
-    return { structured: await svc.status(s, t) };
+    const st = await svc.status(s, t);
+    return { structured: t.kind === "agent" ? agentStatus(t, st) : st };
   },
 });
 

@@ -26,9 +26,20 @@ export interface McpHome {
   stateDir: string;
 }
 
+const homes: string[] = [];
+// every throwaway HOME goes when the test process ends
+globalThis.addEventListener("unload", () => {
+  for (const d of homes) {
+    try {
+      Deno.removeSync(d, { recursive: true });
+    } catch { /* already gone */ }
+  }
+});
+
 /** Makes a HOME; `init` writes config.yaml (isx init done), `mcp` the mcp.yaml text. */
 export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
   const dir = Deno.makeTempDirSync({ prefix: "isx-mcp-test-" });
+  homes.push(dir);
   const configDir = `${dir}/config/isx`;
   const stateDir = `${dir}/state/isx`;
   Deno.mkdirSync(configDir, { recursive: true });

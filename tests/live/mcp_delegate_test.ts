@@ -31,7 +31,9 @@ const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0
 
 async function finish(c: Client, task: string): Promise<Record<string, unknown>> {
   for (let i = 0; i < 4; i++) {
-    const st = sc(await call(c, "task_status", { task_id: task, wait_seconds: 120 }));
+    const r = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
+    assert.equal(refusal(r), undefined, text(r));
+    const st = sc(r);
     if (st.state !== "running") return st;
   }
   throw new Error(`task ${task} still running`);
@@ -89,6 +91,23 @@ Deno.test({
         assert.equal(refusal(bad), "invalid_argument", text(bad));
       });
 
+      await t.step("a fresh instance whose delegation cannot start is removed", async () => {
+        const names = async () =>
+          ((sc(await call(c, "list_instances")).instances ?? []) as Record<string, unknown>[])
+            .map((i) => String(i.instance)).sort();
+        const before = await names();
+        const r = await call(c, "delegate", {
+          template: AGENTS_TEMPLATE,
+          instruction: "x",
+          cwd: "/no/such/dir",
+          purpose: "doomed",
+        });
+        assert.equal(refusal(r), "invalid_argument", text(r));
+        assert.deepEqual(await names(), before, "no instance was left behind");
+        const all = await lab!.incus.listInstances();
+        assert.ok(!all.some((i) => i.name.startsWith("mcp-agents-task-")), "none in Incus either");
+      });
+
       for (const agent of AGENTS) {
         const mock = agent === "codex" ? lab.openai : lab.anthropic;
         const out = `${PROJECT}/out-${agent}.txt`;
@@ -113,6 +132,10 @@ Deno.test({
             assert.equal(refusal(again), "wrong_state", text(again));
             const st = await finish(c, task);
             assert.equal(st.state, "finished", JSON.stringify(st));
+            assert.equal(st.agent, agent);
+            assert.ok((st.assistant_messages as number) >= 1, JSON.stringify(st));
+            assert.ok((st.recent as string[]).length >= 1, "task_status shows the activities");
+            assert.equal(st.stdout_tail, undefined, "not the raw events");
             const res = await call(c, "task_result", { task_id: task, events: true });
             assert.equal(refusal(res), undefined, text(res));
             const rr = sc(res);
@@ -186,6 +209,34 @@ Deno.test({
         assert.equal(st.state, "finished");
         assert.equal(st.exit_code, 143);
         assert.deepEqual(await lab!.taskProcesses(task), [], "nothing of the task runs");
+      });
+
+      await t.step({
+        name: "pi: send_message before Pi saved its session is wrong_state",
+        ignore: !AGENTS.includes("pi"),
+        fn: async () => {
+          const mock = lab!.anthropic;
+          const before = mock.modelCalls().length;
+          for (let i = 0; i < 3; i++) mock.queue({ delayMs: 3000 });
+          const r = await call(c, "delegate", {
+            instance,
+            agent: "pi",
+            cwd: PROJECT,
+            instruction: "MOCK_SLOW",
+          });
+          assert.equal(refusal(r), undefined, text(r));
+          const task = String(sc(r).task_id);
+          const end = Date.now() + 120_000;
+          while (mock.modelCalls().length === before && Date.now() < end) {
+            await new Promise((r) => setTimeout(r, 200));
+          }
+          await call(c, "cancel_task", { task_id: task });
+          mock.clearQueue();
+          assert.equal((await finish(c, task)).state, "finished");
+          const again = await call(c, "send_message", { task_id: task, message: "Continue" });
+          assert.equal(refusal(again), "wrong_state", text(again));
+          assert.match(text(again), /Pi/);
+        },
       });
 
       await t.step("no real credential is on the guest's disk or in its processes", async () => {
