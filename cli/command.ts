@@ -11,11 +11,14 @@ import type { Mode, PermContext } from "./permissions.ts";
 /** Which program name a command answers to. */
 export type Prog = "isb" | "isx";
 
-/** Where this invocation's incusd is, and where new instances go (cli/incus_remote.ts). */
+/**
+ * Where this invocation's incusd is, where new instances go, and the remote's default project
+ * (cli/incus_remote.ts).
+ */
 export type IncusPlace =
   // rpc's IncusEndpoint, spelled out: a type import of rpc/mod.ts would join main.ts's graph
   & ({ socket: string } | { url: string; tls: { cert: string; key: string; caCerts?: string[] } })
-  & { target?: string };
+  & { target?: string; project?: string };
 
 /** Everything a command gets from the composition root. */
 export interface CliContext {

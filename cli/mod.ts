@@ -164,7 +164,11 @@ export async function runCli(argv: string[]): Promise<number> {
     if (place && incus && mode !== "info" && mode !== "guest") {
       await place.preflightPlace(incus, global);
     }
-    return await found.run(rest, { prog, global, perm, env, ...(incus ? { incus } : {}) });
+    // the remote's own default project (config.yml `project:`), as incus does, unless named
+    const g = incus?.project && global.project === undefined
+      ? { ...global, project: incus.project }
+      : global;
+    return await found.run(rest, { prog, global: g, perm, env, ...(incus ? { incus } : {}) });
   } catch (e) {
     if (e instanceof UsageError) {
       writeErr(`${prog} ${found.name}: ${e.message} (see ${prog} ${found.name} --help)`);

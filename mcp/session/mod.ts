@@ -13,3 +13,4 @@ export * from "./types.ts";
 export * from "./session.ts";
 export { engineTasks } from "./tasks.ts";
 export { sweepOrphans, type SweepOutcome } from "./sweep.ts";
+export * from "./dormancy.ts";

@@ -29,6 +29,8 @@ export interface IncusRemote {
   addr: string;
   /** `incus` (a daemon) or `simplestreams`/`oci` (image servers). */
   protocol: string;
+  /** The remote's default project (`project:`), as `incus` uses it when no `--project`. */
+  project?: string;
 }
 
 /** Reads a file's text; `undefined` when it does not exist. */
@@ -64,13 +66,20 @@ export function parseRemotes(text: string, file: string): Record<string, IncusRe
     out[name] = {
       addr: typeof o.addr === "string" ? o.addr : "",
       protocol: typeof o.protocol === "string" ? o.protocol : "incus",
+      ...(typeof o.project === "string" && o.project ? { project: o.project } : {}),
     };
   }
   return out;
 }
 
-/** The endpoint `remote` (a name from config.yml, or an `https://` URL) stands for. */
-export function resolveRemote(remote: string, opts: ResolveRemoteOptions): IncusEndpoint {
+/**
+ * The endpoint `remote` (a name from config.yml, or an `https://` URL) stands for, with the
+ * remote's default project when config.yml names one other than `default`.
+ */
+export function resolveRemote(
+  remote: string,
+  opts: ResolveRemoteOptions,
+): IncusEndpoint & { project?: string } {
   const file = `${opts.confDir}/config.yml`;
   const text = opts.read(file);
   const remotes = text === undefined ? {} : parseRemotes(text, file);
@@ -111,7 +120,8 @@ export function resolveRemote(remote: string, opts: ResolveRemoteOptions): Incus
       { data: { remote } },
     );
   }
-  return httpsEndpoint(normalizeUrl(r.addr), remote, opts);
+  const project = r.project && r.project !== "default" ? { project: r.project } : {};
+  return { ...httpsEndpoint(normalizeUrl(r.addr), remote, opts), ...project };
 }
 
 function httpsEndpoint(url: string, name: string | undefined, opts: ResolveRemoteOptions) {

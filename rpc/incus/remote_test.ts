@@ -26,6 +26,10 @@ remotes:
   weird:
     addr: tcp://x
     protocol: incus
+  team:
+    addr: https://10.0.0.6:8443
+    protocol: incus
+    project: dev
 `;
 const FILES: Record<string, string> = {
   [`${CONF}/config.yml`]: CONFIG,
@@ -47,6 +51,26 @@ Deno.test("resolveRemote maps a named https remote to its URL, client identity a
     url: "https://10.0.0.5:8443",
     tls: { cert: "CLIENT CERT", key: "CLIENT KEY", caCerts: ["LAB CERT"] },
   });
+});
+
+Deno.test("resolveRemote carries the remote's own project, except default", () => {
+  assert.equal(resolveRemote("team", opts()).project, "dev");
+  const plain = parseRemotes(
+    "remotes:\n  a: {addr: 'https://h', protocol: incus, project: default}",
+    "/c",
+  );
+  assert.equal(plain.a?.project, "default");
+  assert.equal(
+    "project" in
+      resolveRemote(
+        "a",
+        opts({
+          ...FILES,
+          [`${CONF}/config.yml`]: "remotes:\n  a: {addr: 'https://h', project: default}",
+        }),
+      ),
+    false,
+  );
 });
 
 Deno.test("resolveRemote uses the system roots when no server certificate was pinned, and port 8443 by default", () => {
@@ -78,7 +102,7 @@ Deno.test("resolveRemote refuses an unknown remote and says how to add it", () =
     () => resolveRemote("nope", opts()),
     refused(
       "invalid",
-      /unknown Incus remote "nope": it is not in .*config\.yml \(known: local, other-sock, lab, noport, weird\); add it with `incus remote add nope https:\/\/HOST:8443`/,
+      /unknown Incus remote "nope": it is not in .*config\.yml \(known: local, other-sock, lab, noport, weird, team\); add it with `incus remote add nope https:\/\/HOST:8443`/,
     ),
   );
   assert.throws(
