@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { chooseAgent, delegatePrompt, headBytes, readAgentEvents } from "./report.ts";
 import { parseFacts } from "./guest.ts";
+import { modelCheckPassed } from "./preflight.ts";
 
 const ev = (o: unknown) => JSON.stringify(o);
 const RESULT = {
@@ -123,4 +124,18 @@ Deno.test("parseFacts keeps only well-formed values", () => {
     parseFacts("agent=Claude\nsession_id=--resume\nmodel=-x\ncwd=/a/../etc\ncurrent=0\nx=1\n"),
     {},
   );
+});
+
+Deno.test("modelCheckPassed: only a non-error success with exit 0 passes", () => {
+  const ok = JSON.stringify({ type: "result", subtype: "success", is_error: false, result: "OK" });
+  assert.deepEqual(modelCheckPassed(0, `noise\n${ok}\n`), { ok: true, why: "" });
+  assert.equal(modelCheckPassed(1, ok).ok, false);
+  const bad = JSON.stringify({
+    type: "result",
+    subtype: "success",
+    is_error: true,
+    result: "model not found",
+  });
+  assert.deepEqual(modelCheckPassed(0, bad), { ok: false, why: "model not found (exit 0)" });
+  assert.deepEqual(modelCheckPassed(0, "garbage"), { ok: false, why: "no answer (exit 0)" });
 });

@@ -26,6 +26,7 @@ import {
   RUNNER_DIR,
   taskDir,
 } from "../delegate/guest.ts";
+import { checkClaudeModel } from "../delegate/preflight.ts";
 import {
   chooseAgent,
   DELEGATE_BRIEF,
@@ -111,7 +112,7 @@ const delegate = tool({
   output: Started,
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",
-  async run(args, { session: s }) {
+  async run(args, { session: s, signal }) {
     let prompt: string;
     try {
       prompt = delegatePrompt(args);
@@ -212,6 +213,9 @@ const delegate = tool({
             ? args.cwd
             : `${AGENT_USER.home}/${args.cwd}`;
           const cwd = await prepareGuest(s.incus, instance, want);
+          if (args.model && agent === "claude") {
+            await checkClaudeModel(s, { instance, template: template!, model: args.model, signal });
+          }
           const script = agentRunScript({
             deno: GUEST_DENO,
             scripts: RUNNER_DIR,
@@ -264,7 +268,7 @@ const sendMessage = tool({
   output: Started,
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",
-  async run(args, { session: s }) {
+  async run(args, { session: s, signal }) {
     const t = known(s, args.task_id);
     if (t.kind !== "agent") {
       throw new RefusalError(
@@ -303,6 +307,10 @@ const sendMessage = tool({
       existing: t,
       prepare: async () => {
         await prepareGuest(s.incus, t.instance, f.cwd!);
+        if (args.model && agent === "claude") {
+          const template = s.held.get(t.instance)?.template ?? "";
+          await checkClaudeModel(s, { instance: t.instance, template, model: args.model, signal });
+        }
         return {
           instance: t.instance,
           run,

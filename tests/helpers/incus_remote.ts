@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import type { IncusClient } from "../../rpc/mod.ts";
+import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
 
 /** The loopback address remote tests use when incusd listens on none. */
 export const HTTPS_ADDRESS = "127.0.0.1:8443";
@@ -73,8 +73,17 @@ export async function liveRemote(c: IncusClient, name: string): Promise<LiveRemo
     url,
     conf,
     async [Symbol.asyncDispose]() {
-      await c.call("DELETE", `/1.0/certificates/${fingerprint}`).catch(() => {});
       await Deno.remove(conf, { recursive: true });
+      // a busy incusd may time the first attempt out: never leave a trusted certificate behind
+      for (let i = 0; i < 5; i++) {
+        const r = await c.call("DELETE", `/1.0/certificates/${fingerprint}`).then(
+          () => "gone",
+          (e) => (isNotFound(e) ? "gone" : "retry"),
+        );
+        if (r === "gone") return;
+        await new Promise((res) => setTimeout(res, 2000));
+      }
+      throw new Error(`could not remove the trusted test certificate ${fingerprint}`);
     },
   };
 }

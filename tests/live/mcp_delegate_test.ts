@@ -121,10 +121,21 @@ Deno.test({
               agent,
               cwd: PROJECT,
               instruction: `Please do this. MOCK_WRITE_FILE ${out} hello-${agent}`,
+              idempotency_key: `live-${agent}`,
             });
             assert.equal(refusal(r), undefined, text(r));
             const d = sc(r);
             task = String(d.task_id);
+            const same = sc(
+              await call(c, "delegate", {
+                instance,
+                agent,
+                instruction: "repeated",
+                idempotency_key: `live-${agent}`,
+              }),
+            );
+            assert.equal(same.task_id, task, "a keyed repeat returns the same task");
+            assert.equal(same.replayed, true);
             assert.equal(d.kind, "agent");
             assert.equal(d.run, 1);
             assert.equal(d.agent, agent);
@@ -185,6 +196,40 @@ Deno.test({
           assert.ok(mock.modelCalls().at(-1)!.body.includes(`MOCK_WRITE_FILE ${out}`));
         });
       }
+
+      await t.step({
+        name: "claude: a named model is checked with one turn first, then kept",
+        ignore: !AGENTS.includes("claude"),
+        fn: async () => {
+          const mock = lab!.anthropic;
+          const before = mock.modelCalls().length;
+          const r = await call(c, "delegate", {
+            instance,
+            agent: "claude",
+            cwd: PROJECT,
+            model: "claude-haiku-4-5",
+            instruction: "Say hello",
+          });
+          assert.equal(refusal(r), undefined, text(r));
+          assert.equal(sc(r).model, "claude-haiku-4-5");
+          const task = String(sc(r).task_id);
+          assert.equal((await finish(c, task)).exit_code, 0);
+          const calls = mock.modelCalls().slice(before);
+          assert.ok(
+            calls[0]!.body.includes("Reply with the single word OK"),
+            "the check came first",
+          );
+          assert.ok(calls.every((m) => m.json?.model === "claude-haiku-4-5"), "the model was used");
+          const n = mock.modelCalls().length;
+          const again = await call(c, "send_message", { task_id: task, message: "More" });
+          assert.equal(sc(again).model, "claude-haiku-4-5", "the override persists");
+          await finish(c, task);
+          assert.ok(
+            mock.modelCalls().slice(n).every((m) => m.json?.model === "claude-haiku-4-5"),
+            "run 2 kept the model",
+          );
+        },
+      });
 
       await t.step("cancel_task mid-turn leaves nothing of the task running", async () => {
         const mock = lab!.anthropic;

@@ -227,8 +227,8 @@ Deno.test({
         },
       );
     } finally {
-      for (const n of made) await removeInstance(local, n);
       await Deno.remove(scratch, { recursive: true });
+      for (const n of made) await removeInstance(local, n);
       local.close();
     }
   },
