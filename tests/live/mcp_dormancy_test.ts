@@ -93,6 +93,13 @@ Deno.test({
         );
         assert.doesNotMatch(log, new RegExp(`instance=${name} outcome=destroyed`));
 
+        const listed = (sc(await call(b, "list_instances")).instances as Record<string, unknown>[])
+          .find((i) => i.instance === name)!;
+        assert.equal(listed.state, "orphaned");
+        assert.equal(
+          Date.parse(String(listed.dormant_until)) - Date.parse(String(listed.dormant_since)),
+          5 * 3_600_000,
+        );
         const adopted = sc(await call(b, "adopt_instance", { instance: name }));
         assert.equal(adopted.instance, name);
         assert.deepEqual(adopted.tasks, [task]);
