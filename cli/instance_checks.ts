@@ -8,19 +8,16 @@
  */
 
 import {
-  credentialNeeds,
-  type Definitions,
-  needsCaRepair,
   type OwnBuild,
   pemFingerprint,
-  preflight,
   type ProxyHealth,
   proxyHealthUrl,
   readHostConfig,
   readProxyHealth,
   readServedCa,
-  repairGuestCa,
-} from "../mcp/mod.ts";
+} from "../mcp/host/mod.ts";
+import { credentialNeeds, needsCaRepair, preflight, repairGuestCa } from "../mcp/instances/mod.ts";
+import type { Definitions } from "../mcp/templates/load.ts";
 import { type IncusClient, IsbError, VERSION } from "../rpc/mod.ts";
 import type { CliContext } from "./command.ts";
 

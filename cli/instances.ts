@@ -8,14 +8,6 @@
  */
 
 import {
-  branchDefaults,
-  branchInstance,
-  destroyIsxInstance,
-  formatTable,
-  listIsxInstances,
-  loadDefinitions,
-  NAME_RE,
-  type NetworkMode,
   pemFingerprint,
   type ProxyHealth,
   proxyHealthUrl,
@@ -23,10 +15,21 @@ import {
   readProxyHealth,
   readStamps,
   STAMP,
+} from "../mcp/host/mod.ts";
+import {
+  branchDefaults,
+  branchInstance,
+  destroyIsxInstance,
+  formatTable,
+  listIsxInstances,
+  type NetworkMode,
   startIsxInstance,
   stopIsxInstance,
-} from "../mcp/mod.ts";
-import { loadProxyConfig, parseAccountPairs } from "../proxy/mod.ts";
+} from "../mcp/instances/mod.ts";
+import { loadDefinitions } from "../mcp/templates/load.ts";
+import { NAME_RE } from "../mcp/templates/schema.ts";
+import { parseAccountPairs } from "../proxy/accounts.ts";
+import { loadProxyConfig } from "../proxy/host_config.ts";
 import type { IncusClient } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";

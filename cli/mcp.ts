@@ -7,22 +7,20 @@
  * @module
  */
 
+import { type ProxyHealth, readHostConfig, SLOW_DAEMON_MS } from "../mcp/host/mod.ts";
+import { serveMcp } from "../mcp/server/mod.ts";
 import {
-  createTaskEngine,
   engineTasks,
   fileAuditor,
   Heartbeats,
-  loadDefinitions,
   newSessionId,
-  type ProxyHealth,
-  readHostConfig,
   readMcpConfig,
-  serveMcp,
   Session,
-  SLOW_DAEMON_MS,
   sweepOrphans,
-} from "../mcp/mod.ts";
-import { loadProxyConfig } from "../proxy/mod.ts";
+} from "../mcp/session/mod.ts";
+import { createTaskEngine } from "../mcp/tasks/mod.ts";
+import { loadDefinitions } from "../mcp/templates/load.ts";
+import { loadProxyConfig } from "../proxy/host_config.ts";
 import { createIncusClient, log } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";

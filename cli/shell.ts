@@ -7,7 +7,9 @@
  * @module
  */
 
-import { NAME_RE, readStamps, shellExec, STAMP, startIsxInstance } from "../mcp/mod.ts";
+import { readStamps, STAMP } from "../mcp/host/mod.ts";
+import { shellExec, startIsxInstance } from "../mcp/instances/mod.ts";
+import { NAME_RE } from "../mcp/templates/schema.ts";
 import { type ExecOptions, type ExecSession, type IncusClient, IsbError } from "../rpc/mod.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";

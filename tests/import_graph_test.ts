@@ -67,6 +67,16 @@ function allowed(from: string, to: string): boolean {
       "rpc/server/mod.ts",
       "mcp/mod.ts",
       "mcp/tool_rules.ts", // what `isx proxy run` needs of mcp/, without the layer (issue 11)
+      // `isx mcp` and the instance commands take only the parts they use (issue 11: start-up)
+      "mcp/host/mod.ts",
+      "mcp/instances/mod.ts",
+      "mcp/session/mod.ts",
+      "mcp/server/mod.ts",
+      "mcp/tasks/mod.ts",
+      "mcp/templates/load.ts",
+      "mcp/templates/schema.ts",
+      "proxy/host_config.ts",
+      "proxy/accounts.ts",
       "proxy/mod.ts",
       "guest/mod.ts",
       "rpc/errors.ts",
