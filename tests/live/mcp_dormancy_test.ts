@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps, stampConfig } from "../../mcp/host/stamps.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
-import { call, connect, makeHome, type McpHome } from "../helpers/mcp.ts";
+import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
 const NP = ["--no-preflight"];
@@ -100,6 +100,26 @@ Deno.test({
           Date.parse(String(listed.dormant_until)) - Date.parse(String(listed.dormant_since)),
           5 * 3_600_000,
         );
+        // a start that fails (a disk whose source went missing, a real Incus refusal) answers
+        // unavailable; the instance stays held and dormant, and adopting again retries
+        const gone = await Deno.makeTempDir({ prefix: "isx-dormancy-" });
+        const bad = { type: "disk", source: gone, path: "/mnt/x" };
+        await incus.updateInstance(name, (i) => ({ ...i, devices: { ...i.devices, bad } }), {
+          step: "break the instance's start",
+        });
+        await Deno.remove(gone); // Incus checks the source when it starts
+        const failed = await call(b, "adopt_instance", { instance: name });
+        assert.equal(refusal(failed), "unavailable", JSON.stringify(failed));
+        const held = (await incus.getInstance(name)).value;
+        assert.equal(held.status, "Stopped");
+        assert.ok(readStamps(held.config)["mcp-dormant"], "dormant until a start succeeds");
+        const asHeld = (sc(await call(b, "list_instances")).instances as Record<string, unknown>[])
+          .find((i) => i.instance === name)!;
+        assert.notEqual(asHeld.state, "orphaned", "the failed wake-up still took the instance");
+        await incus.updateInstance(name, (i) => {
+          const { bad: _bad, ...devices } = i.devices;
+          return { ...i, devices };
+        }, { step: "repair the instance" });
         const adopted = sc(await call(b, "adopt_instance", { instance: name }));
         assert.equal(adopted.instance, name);
         assert.deepEqual(adopted.tasks, [task]);
