@@ -30,6 +30,7 @@ export {
   LAUNCH_SH,
   LIST_SH,
   PROBE_SH,
+  QUIET_SH,
   STATUS_SH,
 } from "./task_shell.ts";
 export {

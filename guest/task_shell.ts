@@ -186,6 +186,22 @@ for l in "$%{lines[@]}"; do
 done
 `;
 
+/**
+ * Dormancy probe (§4.4): `isx USER`; prints the age in seconds, by the guest's clock, of the
+ * newest file write in any agent task's folder, or nothing when there is no agent task.
+ */
+export const QUIET_SH: string = PRELUDE + sh`
+[ -d "$root" ] || exit 0
+newest=
+for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue
+  k=; rdl k "$p/kind"; [ "$k" = agent ] || continue
+  t=$(find "$p" -xdev -type f -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1); t=$%{t%%.*}
+  case $t in ''|*[!0-9]*) continue;; esac
+  if [ -z "$newest" ] || [ "$t" -gt "$newest" ]; then newest=$t; fi
+done
+[ -z "$newest" ] || echo "$((EPOCHSECONDS - newest))"
+`;
+
 /** Cancel tasks in parallel: `isx USER ID...`; TERM, 2 s, KILL, 143 if no exit; then facts. */
 export const CANCEL_SH: string = PRELUDE + sh`
 cancel1() {

@@ -11,8 +11,10 @@
  * @module
  */
 
+import { MCP_STAMP } from "./holding.ts";
+
 /** The stamp holding the last CPU sample (prefix-less; see mcp/host/stamps.ts). */
-export const CPU_SAMPLE_STAMP = "mcp-cpu-sample";
+export const CPU_SAMPLE_STAMP: string = MCP_STAMP.cpuSample;
 
 /** Minimum spacing of two compared CPU samples. */
 export const SAMPLE_SPACING_MS = 3_600_000;

@@ -19,6 +19,7 @@ export const MCP_STAMP = {
   orphaned: "mcp-orphaned",
   kept: "mcp-kept",
   dormant: "mcp-dormant",
+  cpuSample: "mcp-cpu-sample",
   pendingOp: "pending-op",
 } as const;
 
@@ -56,7 +57,7 @@ export function standing(
   };
 }
 
-/** The stamps a holder writes (creation and adoption), with the orphan mark cleared. */
+/** The stamps a holder writes (creation and adoption), orphan mark and CPU sample cleared. */
 export function holderStamps(h: {
   owner: string;
   session: string;
@@ -71,6 +72,7 @@ export function holderStamps(h: {
     [MCP_STAMP.clientPid]: String(h.pid),
     [MCP_STAMP.cwd]: h.cwd,
     [MCP_STAMP.orphaned]: "",
+    [MCP_STAMP.cpuSample]: "",
   };
 }
 

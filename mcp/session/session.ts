@@ -56,8 +56,10 @@ export interface TaskService {
   cancel(s: Session, instance: string, ids: string[]): Promise<void>;
   /** Registers the task records an instance holds; returns their ids. */
   adopt(s: Session, instance: string): Promise<string[]>;
-  /** The state of every task an instance records (the sweep's "in use"). */
-  listStates(instance: string): Promise<string[]>;
+  /** The kind and state of every task an instance records (the sweep's "in use"). */
+  listStates(instance: string): Promise<{ kind: string; state: string }[]>;
+  /** Age (ms, guest clock) of the newest agent task-file write (the sweep's dormancy). */
+  agentWriteAge(instance: string): Promise<number | undefined>;
   /**
    * Launches an agent run under a reserved `max_concurrent_tasks` slot: `prepare` (which may
    * create the instance) runs after the reservation; run 1 registers a new task, a later

@@ -5,8 +5,9 @@
  * destroyed unless it is in use (running with a task still running, or its tasks cannot be
  * read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
  * again, and the sweep backs off if anyone took the instance meanwhile. Kept instances and
- * instances with a pending operation are never touched. (Dormancy, which stops orphans kept
- * alive only by an agent, arrives with delegation.)
+ * instances with a pending operation are never touched. An orphan kept alive only by
+ * unfinished agent runs goes through dormancy (dormant_sweep.ts): stopped once quiet, then
+ * destroyed `dormant-grace-hours` after that stop.
  *
  * @module
  */
@@ -14,11 +15,18 @@
 import { readStamps, stampConfig } from "../host/stamps.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { userInstances } from "./create.ts";
+import { dormancyStep, dormantSince } from "./dormant_sweep.ts";
 import { MCP_STAMP, orphanSince } from "./holding.ts";
 import type { Session } from "./session.ts";
 
 /** What one sweep did, per instance. */
-export type SweepOutcome = "stamped" | "destroyed" | "in-use" | "waiting" | "skipped";
+export type SweepOutcome =
+  | "stamped"
+  | "destroyed"
+  | "in-use"
+  | "waiting"
+  | "skipped"
+  | "dormant";
 
 /** Sweeps this user's orphans once; never throws (each failure is audited). */
 export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome>> {
@@ -58,8 +66,18 @@ export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome
       }
       if (inst.status === "Running") {
         const tasks = s.deps.tasks ? await s.deps.tasks.listStates(inst.name) : [];
-        if (tasks.some((t) => t !== "finished" && t !== "lost")) {
-          out.set(inst.name, "in-use");
+        const open = tasks.filter((t) => t.state !== "finished" && t.state !== "lost");
+        if (open.length > 0) {
+          // kept only by agent runs: dormancy may stop it; anything else keeps it in use
+          const agentsOnly = open.every((t) => t.kind === "agent");
+          out.set(inst.name, agentsOnly ? await dormancyStep(s, inst) : "in-use");
+          return;
+        }
+      } else {
+        const dormant = dormantSince(st);
+        const dormantGraceMs = s.deps.readConfig().dormantGraceHours * 3_600_000;
+        if (dormant !== undefined && s.deps.now() < dormant + dormantGraceMs) {
+          out.set(inst.name, "waiting");
           return;
         }
       }

@@ -205,8 +205,10 @@ export function engineTasks(engine: TaskEngine): TaskService {
     },
 
     async listStates(instance) {
-      return (await engine.list(instance)).map((l) => l.state);
+      return (await engine.list(instance)).map((l) => ({ kind: l.kind ?? "", state: l.state }));
     },
+
+    agentWriteAge: (instance) => engine.agentWriteAge(instance),
 
     watch(s) {
       watcher = new TaskWatcher({

@@ -8,7 +8,7 @@
  */
 
 import { type Clock, type IncusClient, IsbError, SYSTEM_CLOCK } from "../../rpc/base.ts";
-import { CANCEL_SH, LAUNCH_SH, LIST_SH, PROBE_SH, STATUS_SH } from "../../guest/mod.ts";
+import { CANCEL_SH, LAUNCH_SH, LIST_SH, PROBE_SH, QUIET_SH, STATUS_SH } from "../../guest/mod.ts";
 import { runGuestScript, scriptFailed } from "./guest_exec.ts";
 import {
   parseListing,
@@ -113,6 +113,8 @@ export interface TaskEngine {
   ): Promise<Map<string, Decided>>;
   /** Every task directory in the instance, re-validated (adoption, spec §3.4 listing). */
   list(instance: string, o?: { deadlineMs?: number }): Promise<TaskListing[]>;
+  /** Age (ms, guest clock) of the newest agent task-file write; undefined without agents. */
+  agentWriteAge(instance: string): Promise<number | undefined>;
   /**
    * Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6).
    * Resolves to each task's state read in the same exec, afterwards (for the watcher).
@@ -223,6 +225,13 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
       const r = await script(instance, LIST_SH, [], { step, ...o });
       if (r.code !== 0) throw scriptFailed(step, instance, r);
       return parseListing(r.stdout);
+    },
+    async agentWriteAge(instance) {
+      const step = "read agent task activity";
+      const r = await script(instance, QUIET_SH, [], { step });
+      if (r.code !== 0) throw scriptFailed(step, instance, r);
+      const m = /^(-?\d{1,12})\n?$/.exec(r.stdout);
+      return m ? Math.max(0, Number(m[1])) * 1000 : undefined;
     },
     async cancel(instance, ids) {
       checkIds(ids);

@@ -39,6 +39,37 @@ async function adoptTasks(s: Session, name: string): Promise<{ ids: string[]; wa
   }
 }
 
+/**
+ * Restarts an orphan the sweep stopped as dormant (§2.4); the stamp goes only after a
+ * successful start, so a failed wake-up (`unavailable`, still held) is retried by adopting
+ * again.
+ */
+async function wakeDormant(s: Session, name: string, st: Record<string, string>): Promise<void> {
+  const t0 = s.deps.now();
+  try {
+    const health = await preflight(s, { action: `restart dormant "${name}"` });
+    await startIsxInstance(s.incus, name);
+    await s.deps.checks?.repairCa(name, health, st[STAMP.caFingerprint]);
+    await s.incus.updateInstance(name, (i) => ({
+      ...i,
+      config: { ...i.config, ...stampConfig({ [MCP_STAMP.dormant]: "" }) },
+    }), { step: `unstamp ${name} dormant` });
+  } catch (e) {
+    throw new RefusalError(
+      "unavailable",
+      `instance "${name}" is now held by this session but, stopped as dormant, it could not be restarted (${
+        (e as Error).message
+      }); call adopt_instance again to retry`,
+    );
+  }
+  s.audit({
+    tool: "adopt_instance",
+    instance: name,
+    outcome: "started(dormant)",
+    ms: s.deps.now() - t0,
+  });
+}
+
 const adopt = tool({
   name: "adopt_instance",
   description:
@@ -110,6 +141,7 @@ const adopt = tool({
     }
     approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
     await takeOver(s, inst);
+    if (inst.status === "Stopped" && st[MCP_STAMP.dormant]) await wakeDormant(s, args.instance, st);
     const t = await adoptTasks(s, args.instance);
     return {
       structured: out(t.ids, t.warning),

@@ -14,8 +14,11 @@
 
 import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
-import { NO_INCUS } from "../helpers/live.ts";
-import { call, connect, makeHome, refusal } from "../helpers/mcp.ts";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { readStamps } from "../../mcp/mod.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
+import { spawnProgram } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "./_agents_lab.ts";
 
 // ISX_TEST_DELEGATE_AGENTS=claude,codex,pi,opencode widens the per-agent steps
@@ -295,6 +298,55 @@ Deno.test({
       if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
       await c.close();
       await lab?.[Symbol.asyncDispose]();
+      await Deno.remove(h.dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "delegate as an MCP task on the wire: tasks/result gives the started agent task",
+  ignore: !HAVE,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
+    const { env } = mcpCommand(h);
+    const p = spawnProgram(["mcp", "--no-preflight"], { env, prog: "isx", cwd: h.dir });
+    let n = 0;
+    const rpc = async (method: string, params: Record<string, unknown>) => {
+      const id = ++n;
+      await p.send({ jsonrpc: "2.0", id, method, params });
+      for (;;) {
+        const m = await p.readJson(300_000);
+        if (m.id === id) return m.result as Record<string, unknown>;
+      }
+    };
+    try {
+      const made = await rpc("tools/call", {
+        name: "create_instance",
+        arguments: { template: AGENTS_TEMPLATE, name_hint: "deltask" },
+      });
+      const instance = String(sc(made).instance);
+      const r = await rpc("tools/call", {
+        name: "delegate",
+        arguments: { instance, instruction: "MOCK_SLOW" },
+        task: { ttl: 60_000 },
+      });
+      const handle = (r as { task: { taskId: string; status: string } }).task;
+      assert.ok(handle?.taskId, JSON.stringify(r));
+      const res = await rpc("tasks/result", { taskId: handle.taskId });
+      checkResult("delegate", res);
+      assert.equal(refusal(res), undefined, text(res));
+      const d = sc(res);
+      assert.equal(d.kind, "agent");
+      assert.equal(d.agent, "claude", "the default agent");
+      const c = await rpc("tools/call", { name: "cancel_task", arguments: { task_id: d.task_id } });
+      assert.equal(refusal(c), undefined, text(c));
+    } finally {
+      await p[Symbol.asyncDispose]();
+      for (const i of await incus.listInstances()) {
+        if (readStamps(i.config)["mcp-cwd"] === h.dir) await removeInstance(incus, i.name);
+      }
+      incus.close();
       await Deno.remove(h.dir, { recursive: true }).catch(() => {});
     }
   },
