@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Instance } from "../../rpc/mod.ts";
+import type { Instance } from "../../rpc/base.ts";
 import { readStamps, stampConfig } from "../host/stamps.ts";
 import { stopReliably } from "../host/waits.ts";
 import { CPU_SAMPLE_STAMP, decideDormancy, formatCpuSample } from "./dormancy.ts";

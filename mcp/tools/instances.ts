@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { isNotFound } from "../../rpc/mod.ts";
+import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { createInstance, userInstances } from "../session/create.ts";

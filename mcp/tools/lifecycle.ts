@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import { isNotFound } from "../../rpc/mod.ts";
+import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
