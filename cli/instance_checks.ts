@@ -18,7 +18,7 @@ import {
 } from "../mcp/host/mod.ts";
 import { credentialNeeds, needsCaRepair, preflight, repairGuestCa } from "../mcp/instances/mod.ts";
 import type { Definitions } from "../mcp/templates/load.ts";
-import { type IncusClient, IsbError, VERSION } from "../rpc/mod.ts";
+import { type IncusClient, IsbError, VERSION } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
 
 /** Prints a note for people on stderr. */

@@ -30,7 +30,7 @@ import { loadDefinitions } from "../mcp/templates/load.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
 import { parseAccountPairs } from "../proxy/accounts.ts";
 import { loadProxyConfig } from "../proxy/host_config.ts";
-import type { IncusClient } from "../rpc/mod.ts";
+import type { IncusClient } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { checkProxy, note, repairCa } from "./instance_checks.ts";

@@ -6,7 +6,7 @@
  */
 
 import { SLOW_DAEMON_MS } from "../mcp/host/mod.ts";
-import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
+import { createIncusClient, type IncusClient } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
 import { incusOptions } from "./incus_remote.ts";
 

@@ -21,7 +21,7 @@ import {
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { loadProxyConfig } from "../proxy/host_config.ts";
-import { createIncusClient, log } from "../rpc/mod.ts";
+import { createIncusClient, log } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { Command } from "./command.ts";

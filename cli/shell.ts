@@ -10,7 +10,7 @@
 import { readStamps, STAMP } from "../mcp/host/mod.ts";
 import { shellExec, startIsxInstance } from "../mcp/instances/mod.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
-import { type ExecOptions, type ExecSession, type IncusClient, IsbError } from "../rpc/mod.ts";
+import { type ExecOptions, type ExecSession, type IncusClient, IsbError } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";

@@ -8,8 +8,8 @@
  * @module
  */
 
-import type { IsbCode } from "../rpc/mod.ts";
-import { IsbError } from "../rpc/mod.ts";
+import type { IsbCode } from "../rpc/base.ts";
+import { IsbError } from "../rpc/base.ts";
 
 /** Every refusal code, in the spec's order. */
 export const REFUSAL_CODES = [

@@ -14,3 +14,5 @@ export * from "./jsonl.ts";
 export * from "./log.ts";
 export * from "./version.ts";
 export * from "./incus/mod.ts";
+export * from "./clock.ts";
+export * from "./link_race.ts";

@@ -13,12 +13,13 @@ export * from "./jsonl.ts";
 export * from "./log.ts";
 export * from "./version.ts";
 export * from "./incus/mod.ts";
+export * from "./clock.ts";
+export * from "./link_race.ts";
 export { createEngine, type Engine, type EngineOptions } from "./sandbox/mod.ts";
 export type {
   Action,
   ApplyReport,
   CallOptions as EngineCallOptions,
-  Clock,
   ComposeFs,
   ComposeLoadResult,
   ComposeParams,
@@ -53,5 +54,3 @@ export type {
 export type { ExecControl } from "./sandbox/exec_registry.ts";
 export * from "./sandbox/exec.ts";
 export * from "./sandbox/exec_user.ts";
-export { retryLinkRace } from "./sandbox/egress_bridge.ts";
-export { SYSTEM_CLOCK } from "./sandbox/lock.ts";

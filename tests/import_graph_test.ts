@@ -89,6 +89,7 @@ function allowed(from: string, to: string): boolean {
   if (a === "mcp") {
     return [
       "rpc/mod.ts",
+      "rpc/base.ts", // the library less the sandbox engine, which mcp/ never runs (start-up)
       "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
       "guest/mod.ts",
       "guest/protocol.ts",

@@ -171,14 +171,14 @@ Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP l
   assert.ok(got.includes("proxy/mod.ts") && got.includes("mcp/tool_rules.ts"));
 });
 
-Deno.test("isx mcp loads neither the proxy server nor the template builder", async () => {
+Deno.test("isx mcp loads neither the proxy server, the template builder nor the sandbox engine", async () => {
   // issue 11 (start-up): an agent spawns one `isx mcp` per session and waits for it
   const got = await loads("cli/mcp.ts");
   assert.deepEqual(under(got, "proxy/mod.ts", "proxy/server.ts", "proxy/start.ts"), []);
   assert.deepEqual(under(got, "proxy/intercept.ts", "proxy/relay.ts", "proxy/ca.ts"), []);
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
-  assert.deepEqual(under(got, "npm:/@peculiar"), []);
+  assert.deepEqual(under(got, "npm:/@peculiar", "rpc/sandbox/", "rpc/mod.ts"), []);
   // the graph is read right: the MCP server and the proxy's config reader are there
   assert.ok(got.includes("mcp/server/mod.ts") && got.includes("proxy/host_config.ts"));
 });
@@ -192,5 +192,6 @@ Deno.test("isx list loads neither the proxy server, the template builder nor the
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv", "npm:/@peculiar"), []);
+  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right
 });

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { IncusClient } from "../../rpc/mod.ts";
+import type { IncusClient } from "../../rpc/base.ts";
 import {
   AGENT_RUNNER_FILES,
   type DiffCommand,

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError } from "../../rpc/base.ts";
 import { waitLong } from "./waits.ts";
 
 /** Request deadline for the isx commands' Incus client: a busy incusd was seen answering

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, isNotFound } from "../../rpc/base.ts";
 import { CONFIG_TEMPLATE, CREDENTIALS_TEMPLATE, DEFAULT_BRIDGE } from "./config.ts";
 
 /** One thing init did or found. */

@@ -12,7 +12,7 @@
  */
 
 import { z } from "zod";
-import { pemToDer } from "../../rpc/mod.ts";
+import { pemToDer } from "../../rpc/base.ts";
 
 const Health = z.looseObject({
   version: z.string().optional(),

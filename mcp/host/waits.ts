@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/mod.ts";
+import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/base.ts";
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

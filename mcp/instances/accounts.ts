@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, stampKey } from "../host/stamps.ts";
 
 /** Namespace keys that name the same namespace. */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, waitForIpv4 } from "../host/waits.ts";
 import { carriedAccountStamps, copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, x509Lib } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, x509Lib } from "../../rpc/base.ts";
 import { capture } from "../host/guest.ts";
 import { waitForRun } from "../host/waits.ts";
 import { readStamps, STAMP, stampKey } from "../host/stamps.ts";

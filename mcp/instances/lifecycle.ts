@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { deliverSecret, restampSecret } from "./secret.ts";

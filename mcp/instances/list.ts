@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { IncusClient, Instance, InstanceState } from "../../rpc/mod.ts";
+import type { IncusClient, Instance, InstanceState } from "../../rpc/base.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 
 /** One row of `isx list`. */

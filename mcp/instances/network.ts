@@ -32,7 +32,7 @@ import {
   retryLinkRace,
   SYSTEM_CLOCK,
   valueIfFound,
-} from "../../rpc/mod.ts";
+} from "../../rpc/base.ts";
 
 /** An instance's network mode. */
 export type NetworkMode = "full" | "proxy-only" | "airgap";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/base.ts";
 import {
   type HealthRead,
   type OwnBuild,

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/base.ts";
 
 /** The guest files that carry the proxy address. */
 export const PROXY_ENV_FILES = ["/etc/profile.d/isx.sh", "/etc/environment"] as const;

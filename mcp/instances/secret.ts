@@ -10,7 +10,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError } from "../../rpc/base.ts";
 import { waitForRun } from "../host/waits.ts";
 import { STAMP, stampKey } from "../host/stamps.ts";
 import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";

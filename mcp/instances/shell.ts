@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type ExecOptions, type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type ExecOptions, type IncusClient, IsbError } from "../../rpc/base.ts";
 import { guestUser } from "../host/guest.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { AGENT_USER } from "../templates/steps.ts";

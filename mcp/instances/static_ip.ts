@@ -16,7 +16,7 @@
  * @module
  */
 
-import { type Device, type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type Device, type IncusClient, IsbError } from "../../rpc/base.ts";
 
 /** The NIC keys that make the bridge drop what a guest sends under another identity. */
 export const NIC_FILTERS: Readonly<Record<string, string>> = {

@@ -20,7 +20,7 @@
  * @module
  */
 
-import { lines } from "../../rpc/mod.ts";
+import { lines } from "../../rpc/base.ts";
 import type { TaskChange } from "../session/mod.ts";
 import type { McpServer, ServeOptions } from "./types.ts";
 

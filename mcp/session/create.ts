@@ -11,8 +11,8 @@
  * @module
  */
 
-import type { Instance } from "../../rpc/mod.ts";
-import { hasCode, isNotFound } from "../../rpc/mod.ts";
+import type { Instance } from "../../rpc/base.ts";
+import { hasCode, isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";

@@ -9,12 +9,12 @@
  * @module
  */
 
-import type { IncusClient, Instance } from "../../rpc/mod.ts";
+import type { IncusClient, Instance } from "../../rpc/base.ts";
 import type { ForegroundOutcome, Held, TaskChange, TaskEntry, TaskStateWord } from "./types.ts";
 import type { Definitions } from "../templates/load.ts";
 import type { ProxyPlace } from "../instances/network.ts";
 import type { McpConfig } from "./config.ts";
-import { isNotFound } from "../../rpc/mod.ts";
+import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, stampConfig } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP, type Standing, standing } from "./holding.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { hasCode } from "../../rpc/mod.ts";
+import { hasCode } from "../../rpc/base.ts";
 import { readStamps } from "../host/stamps.ts";
 import { BusyElsewhere, type TaskEngine, TaskSlots, TaskWatcher } from "../tasks/mod.ts";
 import { RefusalError } from "../errors.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type Clock, type IncusClient, IsbError, SYSTEM_CLOCK } from "../../rpc/mod.ts";
+import { type Clock, type IncusClient, IsbError, SYSTEM_CLOCK } from "../../rpc/base.ts";
 import { CANCEL_SH, LAUNCH_SH, LIST_SH, PROBE_SH, QUIET_SH, STATUS_SH } from "../../guest/mod.ts";
 import { runGuestScript, scriptFailed } from "./guest_exec.ts";
 import {

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type Clock, type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type Clock, type IncusClient, IsbError } from "../../rpc/base.ts";
 import { FOREGROUND_KILL_SH, FOREGROUND_SH } from "../../guest/mod.ts";
 import { runGuestScript, SCRIPT_ENV } from "./guest_exec.ts";
 import { foregroundScript, toBase64 } from "./script.ts";

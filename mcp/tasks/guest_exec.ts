@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError } from "../../rpc/base.ts";
 import { GUEST_PATH } from "../host/guest.ts";
 
 /** The environment guest scripts run with. */

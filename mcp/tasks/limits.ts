@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type Clock, SYSTEM_CLOCK } from "../../rpc/mod.ts";
+import { type Clock, SYSTEM_CLOCK } from "../../rpc/base.ts";
 import type { TaskListing } from "./parse.ts";
 
 /** Cool-down for an instance that failed or answered slowly (ms). */

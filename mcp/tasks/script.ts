@@ -9,7 +9,7 @@
  * @module
  */
 
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/base.ts";
 
 /** Task ids wherever they touch paths and unit names (spec §3.1). */
 export const TASK_ID_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { type Clock, hasCode, SYSTEM_CLOCK } from "../../rpc/mod.ts";
+import { type Clock, hasCode, SYSTEM_CLOCK } from "../../rpc/base.ts";
 import type { Decided } from "./state.ts";
 
 /** The state words a notification carries. */

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/base.ts";
 
 /** Runs `fn`, asserts it throws `invalid`, and returns the message. */
 export function refusal(fn: () => unknown): string {

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/base.ts";
 
 /** Where cached Debian packages live. */
 export function aptCacheDir(cacheDir: string): string {

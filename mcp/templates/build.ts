@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/base.ts";
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
 import { pemFingerprint } from "../host/proxy_check.ts";

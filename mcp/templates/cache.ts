@@ -12,7 +12,7 @@
  * @module
  */
 
-import { IsbError } from "../../rpc/mod.ts";
+import { IsbError } from "../../rpc/base.ts";
 
 /** A cached npm package, ready to push into a guest. */
 export interface NpmArtifact {

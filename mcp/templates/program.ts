@@ -9,7 +9,7 @@
  * @module
  */
 
-import { IsbError, VERSION } from "../../rpc/mod.ts";
+import { IsbError, VERSION } from "../../rpc/base.ts";
 import { type HostTools, runHost } from "./cache.ts";
 
 /** Where the program is in a guest. */

@@ -10,7 +10,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { IsbError, VERSION } from "../../rpc/mod.ts";
+import { IsbError, VERSION } from "../../rpc/base.ts";
 import type { Definitions, Loaded, ResolvedFile } from "./load.ts";
 import { PARAM_VALUE_RE, type TemplateDef, type ToolDef, type ToolRef } from "./schema.ts";
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError } from "../../rpc/base.ts";
 import { capture, type GuestUser, ROOT, runScript } from "../host/guest.ts";
 import {
   aptCacheDir,

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound } from "../../rpc/mod.ts";
+import { type IncusClient, IsbError, isNotFound } from "../../rpc/base.ts";
 
 /** The instance operations a swap needs (Incus in builds; an in-memory map in tests). */
 export interface SwapOps {

@@ -7,11 +7,12 @@
  */
 
 import { z } from "zod";
-import { isNotFound } from "../../rpc/mod.ts";
+import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { createInstance, userInstances } from "../session/create.ts";
 import { cleanPurpose, MCP_STAMP, orphanSince } from "../session/holding.ts";
+import { dormantSince } from "../session/dormant_sweep.ts";
 import { approvedTemplate, builtState } from "../session/templates.ts";
 import { IdempotencyKey, InstanceName, IsoTime, TaskId, TaskKind, TaskState, tool } from "./def.ts";
 import { lifecycleTools } from "./lifecycle.ts";
@@ -174,8 +175,20 @@ const Entry = z.strictObject({
   held_by_client: z.string().optional(),
   orphaned_since: IsoTime.optional(),
   orphan_until: IsoTime.optional(),
+  dormant_since: IsoTime.optional(),
+  dormant_until: IsoTime.optional(),
   tasks: z.array(z.strictObject({ task_id: TaskId, kind: TaskKind, state: TaskState })),
 });
+
+/** `dormant_since`/`dormant_until` of an orphan the sweep stopped as dormant (§2.3). */
+function dormantFields(st: Record<string, string>, graceHours: number) {
+  const since = dormantSince(st);
+  if (since === undefined) return {};
+  return {
+    dormant_since: new Date(since).toISOString(),
+    dormant_until: new Date(since + graceHours * 3_600_000).toISOString(),
+  };
+}
 
 const list = tool({
   name: "list_instances",
@@ -220,6 +233,7 @@ const list = tool({
           state: "orphaned",
           ...(since ? { orphaned_since: since } : {}),
           ...(until ? { orphan_until: until } : {}),
+          ...dormantFields(st, cfg.dormantGraceHours),
           tasks: [],
         });
       }

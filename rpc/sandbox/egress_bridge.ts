@@ -5,10 +5,9 @@
  * @module
  */
 
-import { hasCode, IsbError } from "../errors.ts";
+import { IsbError } from "../errors.ts";
 import type { IncusClient } from "../incus/mod.ts";
 import type { EgressPlan } from "./egress_names.ts";
-import type { Clock } from "./lock.ts";
 
 /**
  * A fixed `/24` for the bridge out of `pool` (`A.B.0.0/16`), chosen from the bridge's name
@@ -40,20 +39,4 @@ export async function bridgeAddress(h: IncusClient, plan: EgressPlan, pool: stri
   return pickSubnet(pool, plan.network, used);
 }
 
-/**
- * Incus 6.0 sets a bridge up by listing every link and then asking for each one's details;
- * a veth that vanishes in between (any container stopping meanwhile) fails the whole
- * network create/update ("Failed to delete bridge children interfaces: … does not exist").
- * Such a call is tried once more after a second.
- */
-export async function retryLinkRace<T>(clock: Clock, f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    if (!hasCode(e, "api") || !/bridge children interfaces.*does not exist/s.test(e.message)) {
-      throw e;
-    }
-    await clock.sleep(1000);
-    return await f();
-  }
-}
+export { retryLinkRace } from "../link_race.ts";

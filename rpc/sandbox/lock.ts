@@ -17,19 +17,8 @@
 import { IsbError } from "../errors.ts";
 import { formatDuration } from "../duration.ts";
 
-/** Time as the engine sees it; tests and benchmarks inject their own. */
-export interface Clock {
-  /** Milliseconds since some fixed point. */
-  now(): number;
-  /** Resolves after `ms` milliseconds. */
-  sleep(ms: number): Promise<void>;
-}
-
-/** The real clock. */
-export const SYSTEM_CLOCK: Clock = {
-  now: () => performance.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+import { type Clock, SYSTEM_CLOCK } from "../clock.ts";
+export { type Clock, SYSTEM_CLOCK };
 
 /** How long a caller waits for another holder by default (15 min). */
 export const LOCK_WAIT_MS = 15 * 60_000;
