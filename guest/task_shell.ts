@@ -187,10 +187,23 @@ done
 `;
 
 /**
- * Dormancy probe (§4.4): `isx USER`; prints the age in seconds, by the guest's clock, of the
- * newest file write in any agent task's folder, or nothing when there is no agent task.
+ * Dormancy probe (§4.4): `isx USER`; prints `present 1` when a process has a pseudo-terminal
+ * other than the console's (a person in a shell or attached), else `present 0`; then the
+ * age in seconds, by the guest's clock, of the newest file write in any agent task's folder
+ * (nothing when there is no agent task). Bash builtins over /proc, no procps needed.
  */
 export const QUIET_SH: string = PRELUDE + sh`
+cons=; [ -e /dev/console ] && cons=$(stat -Lc '%t:%T' /dev/console 2>/dev/null)
+present=0
+for st in /proc/[0-9]*/stat; do
+  l=; { read -r l <"$st"; } 2>/dev/null || continue
+  read -ra f <<<"$%{l##*) }"; t=$%{f[4]:-0}; case $t in ''|*[!0-9]*) continue;; esac
+  maj=$(( (t >> 8) & 0xfff )); min=$(( (t & 0xff) | ((t >> 12) & 0xfff00) ))
+  [ "$maj" -ge 136 ] && [ "$maj" -le 143 ] || continue
+  [ "$(printf '%x:%x' "$maj" "$min")" = "$cons" ] && continue
+  present=1; break
+done
+echo "present $present"
 [ -d "$root" ] || exit 0
 newest=
 for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue

@@ -1,11 +1,11 @@
 /**
  * The sweep's dormancy edge (shared/spec/isx-mcp.md §4.4): for a running orphan past grace
- * kept alive only by unfinished agent runs, it reads the two inputs of `decideDormancy` (the
- * instance's cumulative CPU time from Incus, the newest agent task-file write by the guest's
- * clock), then records the CPU sample or stops the orphan. The stop is guarded like the
- * destroy: `pending-op: stopping` first, the holder re-read, `mcp-dormant` stamped before the
- * stop and removed again if the stop failed and the instance still runs. Kept apart from
- * sweep.ts so each file reads on its own.
+ * kept alive only by unfinished agent runs, with nobody present, it feeds `decideDormancy` the
+ * instance's cumulative CPU time from Incus and the newest agent task-file write (by the
+ * guest's clock, read by the sweep's presence probe), then records the CPU sample or stops
+ * the orphan. The stop is guarded like the destroy: `pending-op: stopping` first, the holder
+ * re-read, `mcp-dormant` stamped before the stop and removed again if the stop failed and the
+ * instance still runs. Kept apart from sweep.ts so each file reads on its own.
  *
  * @module
  */
@@ -29,21 +29,22 @@ export function dormantSince(st: Record<string, string>): number | undefined {
 export type DormancyOutcome = "in-use" | "dormant" | "skipped";
 
 /** Runs the dormancy rule on one running, agent-only orphan past grace. */
-export async function dormancyStep(s: Session, inst: Instance): Promise<DormancyOutcome> {
+export async function dormancyStep(
+  s: Session,
+  inst: Instance,
+  writeAgeMs: number | undefined,
+): Promise<DormancyOutcome> {
   const name = inst.name;
   const t0 = s.deps.now();
   const st = readStamps(inst.config);
   const holder = st[MCP_STAMP.session];
-  const [state, writeAge] = await Promise.all([
-    s.incus.getInstanceState(name),
-    s.deps.tasks!.agentWriteAge(name),
-  ]);
+  const state = await s.incus.getInstanceState(name);
   const d = decideDormancy({
     now: s.deps.now(),
     afterMs: s.deps.readConfig().dormantAfterHours * 3_600_000,
     stamp: st[CPU_SAMPLE_STAMP],
     cpuNanos: typeof state.cpu?.usage === "number" ? state.cpu.usage : undefined,
-    taskWriteAgeMs: writeAge,
+    taskWriteAgeMs: writeAgeMs,
   });
   const set = (kv: Record<string, string>) => (i: Instance) => ({
     ...i,

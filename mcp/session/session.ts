@@ -58,8 +58,8 @@ export interface TaskService {
   adopt(s: Session, instance: string): Promise<string[]>;
   /** The kind and state of every task an instance records (the sweep's "in use"). */
   listStates(instance: string): Promise<{ kind: string; state: string }[]>;
-  /** Age (ms, guest clock) of the newest agent task-file write (the sweep's dormancy). */
-  agentWriteAge(instance: string): Promise<number | undefined>;
+  /** Person present, and the newest agent task-file write's age (the sweep's in use, dormancy). */
+  presence(instance: string): Promise<{ present: boolean; writeAgeMs?: number }>;
   /**
    * Launches an agent run under a reserved `max_concurrent_tasks` slot: `prepare` (which may
    * create the instance) runs after the reservation; run 1 registers a new task, a later

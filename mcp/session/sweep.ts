@@ -2,8 +2,8 @@
  * The orphan sweep (shared/spec/isx-mcp.md §4.4), run once in the background by each new
  * session: an orphan of this user whose holder ended without stamping it (killed) is stamped
  * now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
- * destroyed unless it is in use (running with a task still running, or its tasks cannot be
- * read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
+ * destroyed unless it is in use (running with a task still running or a person in a terminal,
+ * or its tasks cannot be read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
  * again, and the sweep backs off if anyone took the instance meanwhile. Kept instances and
  * instances with a pending operation are never touched. An orphan kept alive only by
  * unfinished agent runs goes through dormancy (dormant_sweep.ts): stopped once quiet, then
@@ -65,12 +65,21 @@ export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome
         return;
       }
       if (inst.status === "Running") {
-        const tasks = s.deps.tasks ? await s.deps.tasks.listStates(inst.name) : [];
+        const [tasks, seen] = s.deps.tasks
+          ? await Promise.all([
+            s.deps.tasks.listStates(inst.name),
+            s.deps.tasks.presence(inst.name),
+          ])
+          : [[], { present: false }];
         const open = tasks.filter((t) => t.state !== "finished" && t.state !== "lost");
+        if (seen.present) {
+          out.set(inst.name, "in-use"); // a person is in it
+          return;
+        }
         if (open.length > 0) {
           // kept only by agent runs: dormancy may stop it; anything else keeps it in use
           const agentsOnly = open.every((t) => t.kind === "agent");
-          out.set(inst.name, agentsOnly ? await dormancyStep(s, inst) : "in-use");
+          out.set(inst.name, agentsOnly ? await dormancyStep(s, inst, seen.writeAgeMs) : "in-use");
           return;
         }
       } else {

@@ -208,7 +208,7 @@ export function engineTasks(engine: TaskEngine): TaskService {
       return (await engine.list(instance)).map((l) => ({ kind: l.kind ?? "", state: l.state }));
     },
 
-    agentWriteAge: (instance) => engine.agentWriteAge(instance),
+    presence: (instance) => engine.presence(instance),
 
     watch(s) {
       watcher = new TaskWatcher({

@@ -113,8 +113,11 @@ export interface TaskEngine {
   ): Promise<Map<string, Decided>>;
   /** Every task directory in the instance, re-validated (adoption, spec §3.4 listing). */
   list(instance: string, o?: { deadlineMs?: number }): Promise<TaskListing[]>;
-  /** Age (ms, guest clock) of the newest agent task-file write; undefined without agents. */
-  agentWriteAge(instance: string): Promise<number | undefined>;
+  /**
+   * Whether a person is present (a pseudo-terminal other than the console's) and the age
+   * (ms, guest clock) of the newest agent task-file write, undefined without agents.
+   */
+  presence(instance: string): Promise<{ present: boolean; writeAgeMs?: number }>;
   /**
    * Stops tasks and everything they started: TERM, 2 s, KILL; 143 when no exit (§3.6).
    * Resolves to each task's state read in the same exec, afterwards (for the watcher).
@@ -226,12 +229,15 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
       if (r.code !== 0) throw scriptFailed(step, instance, r);
       return parseListing(r.stdout);
     },
-    async agentWriteAge(instance) {
-      const step = "read agent task activity";
+    async presence(instance) {
+      const step = "read presence and agent task activity";
       const r = await script(instance, QUIET_SH, [], { step });
-      if (r.code !== 0) throw scriptFailed(step, instance, r);
-      const m = /^(-?\d{1,12})\n?$/.exec(r.stdout);
-      return m ? Math.max(0, Number(m[1])) * 1000 : undefined;
+      const m = /^present ([01])\n(?:(-?\d{1,12})\n)?$/.exec(r.stdout);
+      if (r.code !== 0 || !m) throw scriptFailed(step, instance, r);
+      return {
+        present: m[1] === "1",
+        ...(m[2] !== undefined ? { writeAgeMs: Math.max(0, Number(m[2])) * 1000 } : {}),
+      };
     },
     async cancel(instance, ids) {
       checkIds(ids);
