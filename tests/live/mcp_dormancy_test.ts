@@ -199,3 +199,49 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "the sweep spares an idle orphan past its grace while a person is on a terminal in it",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = makeHome({ mcp: `templates: [${TEMPLATE}]\norphan-grace-hours: 0\n` });
+    const exists = async (n: string) => (await incus.listInstances()).some((i) => i.name === n);
+    try {
+      const a = await connect(h, "legacy", { extra: NP });
+      let alone = "", visited = "";
+      try {
+        alone = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "alone" })).instance,
+        );
+        visited = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "seen" })).instance,
+        );
+      } finally {
+        await a.close();
+      }
+      // a person's shell: a process whose controlling terminal is a fresh pseudo-terminal
+      const pts = await incus.execCapture(visited, [
+        "bash",
+        "-c",
+        'setsid script -qfc "sleep 600" /dev/null </dev/null >/dev/null 2>&1 & sleep 1; ls /dev/pts',
+      ]);
+      assert.equal(pts.exitCode, 0, new TextDecoder().decode(pts.stderr));
+      const b = await connect(h, "legacy", { extra: NP });
+      try {
+        await until("the idle orphan destroyed", async () => {
+          return (await exists(alone)) ? undefined : true;
+        }, 120_000);
+        await sleep(5_000); // the sweep handles both at once: give the other its time
+        assert.ok(await exists(visited), "an orphan with a person in it is in use");
+        const log = await Deno.readTextFile(`${h.stateDir}/mcp/mcp.log`);
+        assert.doesNotMatch(log, new RegExp(`tool=reap-orphans instance=${visited} `));
+      } finally {
+        await b.close();
+      }
+    } finally {
+      await cleanup(incus, h);
+      incus.close();
+    }
+  },
+});
