@@ -31,6 +31,7 @@ export type DormancyOutcome = "in-use" | "dormant" | "skipped";
 /** Runs the dormancy rule on one running, agent-only orphan past grace. */
 export async function dormancyStep(s: Session, inst: Instance): Promise<DormancyOutcome> {
   const name = inst.name;
+  const t0 = s.deps.now();
   const st = readStamps(inst.config);
   const holder = st[MCP_STAMP.session];
   const [state, writeAge] = await Promise.all([
@@ -85,7 +86,7 @@ export async function dormancyStep(s: Session, inst: Instance): Promise<Dormancy
       tool: "reap-orphans",
       instance: name,
       outcome: "stopped(dormant)",
-      ms: 0,
+      ms: s.deps.now() - t0,
       detail: `quiet since ${new Date(d.quietSince).toISOString()}`,
     });
     return "dormant";

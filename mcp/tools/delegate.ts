@@ -29,6 +29,7 @@ import {
 import { checkClaudeModel } from "../delegate/preflight.ts";
 import {
   chooseAgent,
+  DELEGATE_AGENTS,
   DELEGATE_BRIEF,
   type DelegateAgent,
   delegatePrompt,
@@ -287,7 +288,8 @@ const sendMessage = tool({
     }
     const f = await agentFacts(s.incus, t.instance, t.id);
     const agent = t.agent ?? f.agent;
-    if (!agent || !f.cwd || !f.run) {
+    // the guest's record is data: only a known agent's runner is ever started
+    if (!agent || !DELEGATE_AGENTS.includes(agent as DelegateAgent) || !f.cwd || !f.run) {
       throw new RefusalError(
         "wrong_state",
         `task ${t.id} has no record of its agent run to continue`,

@@ -126,6 +126,12 @@ const adopt = tool({
       ...(warning ? { warning } : {}),
     });
     if (standing.kind === "mine" && s.held.has(args.instance)) {
+      // a wake-up that failed before is retried by adopting again
+      if (inst.status === "Stopped" && st[MCP_STAMP.dormant]) {
+        await wakeDormant(s, args.instance, st);
+        const t = await adoptTasks(s, args.instance);
+        return { structured: out(t.ids, t.warning), audit: "adopted" };
+      }
       return {
         structured: out(
           [...s.tasks.values()].filter((t) => t.instance === args.instance).map((t) => t.id),
