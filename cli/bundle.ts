@@ -13,6 +13,7 @@ import * as guest from "./guest.ts";
 import * as incusRemote from "./incus_remote.ts";
 import * as init from "./init.ts";
 import * as instances from "./instances.ts";
+import * as list from "./list.ts";
 import * as mcp from "./mcp.ts";
 import * as proxy from "./proxy.ts";
 import * as rpc from "./rpc.ts";
@@ -27,6 +28,7 @@ export const BUNDLED: Record<string, Record<string, unknown>> = {
   "incus_remote.ts": incusRemote,
   "init.ts": init,
   "instances.ts": instances,
+  "list.ts": list,
   "mcp.ts": mcp,
   "proxy.ts": proxy,
   "rpc.ts": rpc,

@@ -106,7 +106,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     "make a running copy-on-write instance of a built template",
     instance("branch"),
   ),
-  row("list", ["isx"], "list templates and instances made by isx", instance("list")),
+  row("list", ["isx"], "list templates and instances made by isx", named("list.ts", "listCommand")),
   row(
     "start",
     ["isx"],

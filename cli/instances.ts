@@ -1,5 +1,5 @@
 /**
- * `isx branch|list|start|stop|destroy` (and `shell`, in shell.ts): instances of built
+ * `isx branch|start|stop|destroy` (`list` in list.ts, `shell` in shell.ts): instances of built
  * templates. `branch` and `start` run the preflight first (the proxy answers, runs this
  * build and config, holds the credentials the template's agents need) and repair the
  * guest's trust store when the proxy signs with another CA than the one it trusts.
@@ -7,21 +7,11 @@
  * @module
  */
 
-import {
-  pemFingerprint,
-  type ProxyHealth,
-  proxyHealthUrl,
-  readHostConfig,
-  readProxyHealth,
-  readStamps,
-  STAMP,
-} from "../mcp/host/mod.ts";
+import { type ProxyHealth, readHostConfig, readStamps, STAMP } from "../mcp/host/mod.ts";
 import {
   branchDefaults,
   branchInstance,
   destroyIsxInstance,
-  formatTable,
-  listIsxInstances,
   type NetworkMode,
   startIsxInstance,
   stopIsxInstance,
@@ -148,49 +138,6 @@ Options:
   },
 };
 
-/** The fingerprint of the CA guests must trust now: the proxy's, else the file's. */
-async function currentCa(ctx: CliContext): Promise<string | undefined> {
-  const read = await readProxyHealth(
-    proxyHealthUrl(readHostConfig(ctx.perm.configDir, ctx.perm.home)),
-  );
-  if (read.kind === "ok") return read.health.caFingerprint;
-  try {
-    return await pemFingerprint(await Deno.readTextFile(`${ctx.perm.stateDir}/ca/ca.crt`));
-  } catch {
-    return undefined; // no CA yet (isx init) or unreadable: nothing to compare
-  }
-}
-
-/** `isx list`. */
-export const listCommand: Command = {
-  name: "list",
-  progs: ["isx"],
-  summary: "list templates and instances made by isx",
-  help: `Usage: isx list [--json]
-
-Lists every template, build instance and instance isx made, with status, template,
-IPv4 address and network mode. Records end with mcp_state (held, orphaned, kept or
-null), mcp_purpose and ca_outdated (trusts another proxy CA than the current one: the
-one the proxy serves, else ~/.local/state/isx/ca/ca.crt; null when unknown). The table
-shows an MCP column only when an instance has MCP stamps, and a CA column only when a
-template (rebuild it: isx build) or instance (isx start repairs it) is out of date.
-
-Options:
-  --json   one JSON array of records instead of the table`,
-  mode: () => "instances",
-  run(rest, ctx) {
-    const { values } = parseCommandArgs(rest, { json: { type: "boolean" } }, false);
-    return withClient(ctx, async (client) => {
-      const rows = await listIsxInstances(client, await currentCa(ctx));
-      if (values.json) out(JSON.stringify(rows, null, 2));
-      else {out(
-          rows.length ? formatTable(rows) : "No templates or instances yet (isx build tpl-minimal)",
-        );}
-      return 0;
-    });
-  },
-};
-
 type Act = (
   c: IncusClient,
   n: string,
@@ -276,7 +223,6 @@ export const destroyCommand = lifecycle(
 /** Every instance command, in help order. */
 export const INSTANCE_COMMANDS: readonly Command[] = [
   branchCommand,
-  listCommand,
   startCommand,
   stopCommand,
   destroyCommand,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { SLOW_DAEMON_MS } from "../mcp/host/mod.ts";
+import { SLOW_DAEMON_MS } from "../mcp/host/guest.ts";
 import { createIncusClient, type IncusClient } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
 import { incusOptions } from "./incus_remote.ts";

@@ -72,6 +72,7 @@ const COMMAND_MODULES = [
   "cli/init.ts",
   "cli/build.ts",
   "cli/instances.ts",
+  "cli/list.ts",
   "cli/shell.ts",
   "cli/proxy.ts",
   "cli/mcp.ts",
@@ -184,14 +185,15 @@ Deno.test("isx mcp loads neither the proxy server, the template builder nor the 
 });
 
 Deno.test("isx list loads neither the proxy server, the template builder nor the MCP server", async () => {
-  // issue 11 (start-up): list is the instance commands' module, branch…destroy and shell too
-  const got = await loads("cli/instances.ts");
+  // issue 11 (start-up): list has its own module, without branch's loader and preflight
+  const got = await loads("cli/list.ts");
   assert.deepEqual(under(got, "proxy/mod.ts", "proxy/server.ts", "proxy/start.ts"), []);
   assert.deepEqual(under(got, "proxy/intercept.ts", "proxy/relay.ts", "proxy/ca.ts"), []);
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv", "npm:/@peculiar"), []);
-  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts"), []);
+  assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts", "mcp/templates/", "proxy/"), []);
+  assert.deepEqual(under(got, "mcp/instances/branch.ts", "mcp/instances/preflight.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right
 });

@@ -6,6 +6,8 @@
  * command whose recorded kind is rewritten to `agent` in the guest (the sweep reads kind and
  * state from the guest's files, as it would for a delegate). The earlier CPU sample, an hour
  * and more old, is stamped by the test: the sweep's spacing rule cannot be waited out here.
+ * A second test checks the dormant grace: a stopped dormant orphan past it is destroyed, one
+ * within it is left although past its orphan grace.
  *
  * @module
  */
@@ -133,6 +135,61 @@ Deno.test({
           log2,
           new RegExp(`tool=adopt_instance instance=${name} outcome=started\\(dormant\\)`),
         );
+      } finally {
+        await b.close();
+      }
+    } finally {
+      await cleanup(incus, h);
+      incus.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a stopped dormant orphan lives dormant-grace-hours after its stop, then the sweep destroys it",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const h = makeHome({
+      mcp: `templates: [${TEMPLATE}]\norphan-grace-hours: 0\ndormant-grace-hours: 5\n`,
+    });
+    const exists = async (n: string) => (await incus.listInstances()).some((i) => i.name === n);
+    try {
+      const a = await connect(h, "legacy", { extra: NP });
+      let old = "", fresh = "";
+      try {
+        old = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "dold" })).instance,
+        );
+        fresh = String(
+          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "dnew" })).instance,
+        );
+        await call(a, "stop_instance", { instance: old });
+        await call(a, "stop_instance", { instance: fresh });
+      } finally {
+        await a.close();
+      }
+      // as the sweep leaves them: stopped, dormant since 6 h (past the 5 h grace) and since now
+      for (const [name, ago] of [[old, 6], [fresh, 0]] as const) {
+        await incus.updateInstance(name, (i) => {
+          const holder = readStamps(i.config)["mcp-session"];
+          const at = new Date(Date.now() - ago * 3_600_000).toISOString();
+          return {
+            ...i,
+            config: { ...i.config, ...stampConfig({ "mcp-dormant": `${at} ${holder}` }) },
+          };
+        }, { step: "stamp dormant" });
+      }
+      const b = await connect(h, "legacy", { extra: NP });
+      try {
+        await until("the old dormant orphan destroyed", async () => {
+          return (await exists(old)) ? undefined : true;
+        }, 120_000);
+        assert.ok(await exists(fresh), "a dormant orphan within its dormant grace is kept");
+        const log = await Deno.readTextFile(`${h.stateDir}/mcp/mcp.log`);
+        assert.match(log, new RegExp(`tool=reap-orphans instance=${old} outcome=destroyed`));
+        assert.doesNotMatch(log, new RegExp(`tool=reap-orphans instance=${fresh} `));
       } finally {
         await b.close();
       }
