@@ -45,8 +45,6 @@ async function finish(c: Client, task: string): Promise<Record<string, unknown>>
 Deno.test({
   name: "isx mcp delegates to real agents: write, report, diff, continue, cancel",
   ignore: !HAVE,
-  sanitizeResources: false,
-  sanitizeOps: false,
   async fn(t) {
     const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
     const c = await connect(h, "legacy", { extra: ["--no-preflight"] });
