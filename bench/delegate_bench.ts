@@ -16,7 +16,7 @@
 
 import { parseArgs } from "node:util";
 import { call, connect, makeHome } from "../tests/helpers/mcp.ts";
-import { AgentsLab, PROJECT } from "../tests/live/_agents_lab.ts";
+import { AgentsLab, PROJECT } from "../tests/helpers/agents_lab.ts";
 
 const { values } = parseArgs({ options: { iterations: { type: "string", default: "5" } } });
 const N = Number(values.iterations);

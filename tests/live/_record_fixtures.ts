@@ -9,7 +9,7 @@
 
 import { agentLaunch, type AgentName } from "../../guest/agents/mod.ts";
 import { execRecorded } from "../../mcp/mod.ts";
-import { AgentsLab } from "./_agents_lab.ts";
+import { AgentsLab } from "../helpers/agents_lab.ts";
 
 const OUT = new URL("../../guest/agents/testdata/", import.meta.url).pathname;
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { NO_INCUS } from "../helpers/live.ts";
 import type { AgentEvent, AgentName, ResultEvent } from "../../guest/mod.ts";
-import { AgentsLab, ensureTemplate, type LabRun, PROJECT, REAL } from "./_agents_lab.ts";
+import { AgentsLab, ensureTemplate, type LabRun, PROJECT, REAL } from "../helpers/agents_lab.ts";
 import { MOCK_USAGE } from "../fakes/mock_model.ts";
 
 // ISX_TEST_RUNNER_AGENTS=codex,pi narrows the per-agent steps (while working on one agent)

@@ -19,7 +19,7 @@ import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "./_agents_lab.ts";
+import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
 
 // ISX_TEST_DELEGATE_AGENTS=claude,codex,pi,opencode widens the per-agent steps
 const AGENTS = (Deno.env.get("ISX_TEST_DELEGATE_AGENTS") || "claude,codex").split(",");

@@ -31,7 +31,7 @@ import {
 import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
 import { startMockOpenAI } from "../fakes/mock_openai.ts";
 import type { MockServer } from "../fakes/mock_model.ts";
-import { LIVE_SOCKET, removeInstance, testName } from "../helpers/live.ts";
+import { LIVE_SOCKET, removeInstance, testName } from "./live.ts";
 import { IsxHome } from "../templates_env.ts";
 
 /** The "real" keys the proxy holds; no guest may ever see them. */
