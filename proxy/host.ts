@@ -20,6 +20,7 @@ import { memberOnly } from "./member.ts";
 import { loadCa } from "./ca.ts";
 import { ClientRegistry, incusSource } from "./clients.ts";
 import { BridgeGuard, nftBinary } from "./guard.ts";
+import { installConnLimit } from "./conn_limit.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "./credentials.ts";
 import { loadProxyConfig, type ProxyConfig } from "./host_config.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
@@ -200,6 +201,14 @@ export async function startHostProxy(
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
     });
     cleanup.unshift(() => handle.close());
+    // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here
+    cleanup.unshift(
+      await installConnLimit(nftBinary(), {
+        ports: [config.ports.tls, config.ports.forward],
+        perSource: 2 * config.limits.connections_per_instance,
+        interfaces: [config.bridge, config.proxy_only_bridge],
+      }),
+    );
     const listeners = new EgressListeners({
       clients: registry,
       counter: handle.counter,

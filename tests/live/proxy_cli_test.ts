@@ -11,6 +11,15 @@ import { spawnProgram } from "../helpers/spawn.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
 
+async function nftTable(): Promise<string> {
+  const out = await new Deno.Command("nft", {
+    args: ["list", "table", "inet", "isx_connlimit"],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return out.success ? new TextDecoder().decode(out.stdout) : "";
+}
+
 async function runIsx(args: string[], env: Record<string, string> = {}) {
   const p = spawnProgram(args, { prog: "isx", env: { DENO_DIR, NO_COLOR: "1", ...env } });
   await p.closeStdin();
@@ -57,6 +66,12 @@ Deno.test({
       equal(st.code, 0, st.err);
       const s = JSON.parse(st.out);
       equal(s.status, "running");
+      // the kernel connection limit on the guest-facing ports (proxy/conn_limit.ts)
+      const lo = Math.min(ports.tls, ports.forward), hi = Math.max(ports.tls, ports.forward);
+      ok(
+        (await nftTable()).includes(`tcp dport { ${lo}, ${hi} } ct state new add @src4`),
+        "the proxy installed its connection limit",
+      );
       equal(s.health.listen.tls, `127.0.0.1:${ports.tls}`);
       equal(
         (await runIsx(["proxy", "start"], env)).out,
@@ -72,6 +87,7 @@ Deno.test({
       const stopped = await runIsx(["proxy", "stop"], env);
       equal(stopped.code, 0, stopped.err);
       equal((await runIsx(["proxy", "status"], env)).code, 1);
+      equal(await nftTable(), "", "a stopped proxy leaves no connection limit");
       const logs = await runIsx(["proxy", "logs", "-n", "100"], env);
       ok(logs.out.includes("proxy: stopping"), logs.out);
     } finally {
