@@ -26,6 +26,17 @@ if [ "$(id -u)" = 0 ]; then
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; } \
       || fail "installing test tools failed: ${need[*]}"
   fi
+  # the Python MCP SDK the Python client test drives (tests/live/mcp_python_test.ts); a failed
+  # install is reported here and that test fails with its own message, the others still run
+  pyvenv="${XDG_CACHE_HOME:-$HOME/.cache}/isx-test/pyvenv"
+  if ! "$pyvenv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '2.3.0'" 2>/dev/null; then
+    mkvenv() { python3 -m venv "$pyvenv" >/dev/null 2>&1; }
+    mkvenv || { rm -rf "$pyvenv"; { DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv \
+      || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv; }; } >/dev/null 2>&1 && mkvenv; } \
+      || echo "test.sh: python3 -m venv $pyvenv failed (python3-venv?): the Python MCP client test will fail" >&2
+    "$pyvenv/bin/pip" install -q mcp==2.3.0 >/dev/null 2>&1 \
+      || echo "test.sh: pip install mcp==2.3.0 into $pyvenv failed: the Python MCP client test will fail" >&2
+  fi
 else
   echo "test.sh: not root: skipping host setup; live tests run only if an Incus socket answers" >&2
 fi
