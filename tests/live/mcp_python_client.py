@@ -13,7 +13,7 @@ import json
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.extension import NotificationBinding
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, ConfigDict
@@ -37,8 +37,40 @@ class IsxSession(ClientSession):
         return caps.model_copy(update={"experimental": {"isx/task_changed": {}}})
 
 
+async def modern(cfg):
+    """Stateless 2026-07-28 (mcp.Client pinned): no handshake; task changes by wait_any."""
+    params = StdioServerParameters(
+        command=cfg["command"], args=cfg["args"], env=cfg["env"], cwd=cfg["cwd"]
+    )
+    info = types.Implementation(name="isx-py-test", version="1.0.0")
+    async with Client(params, mode="2026-07-28", client_info=info) as client:
+        emit({"protocol": client.session.protocol_version})
+
+        async def call(name, args=None):
+            r = await client.call_tool(name, args or {})
+            d = r.model_dump(by_alias=True, exclude_none=True, mode="json")
+            emit({"tool": name, "result": d})
+            return d.get("structuredContent") or {}
+
+        await call("list_templates")
+        key = {"template": cfg["template"], "name_hint": "pym", "idempotency_key": "py-modern-1"}
+        name = (await call("create_instance", key))["instance"]
+        try:
+            bg = await call(
+                "exec",
+                {"instance": name, "command": "sleep 2; echo done; exit 3", "background": True},
+            )
+            await call("wait_any", {"task_ids": [bg["task_id"]], "timeout_seconds": 60})
+            await call("task_result", {"task_id": bg["task_id"]})
+            await call("create_instance", key)
+        finally:
+            await call("destroy_instance", {"instance": name})
+
+
 async def main():
     cfg = json.loads(sys.argv[1])
+    if len(sys.argv) > 2 and sys.argv[2] == "modern":
+        return await modern(cfg)
     changes = []
 
     async def on_change(params):
