@@ -1,7 +1,8 @@
 """The seed-000 program flow through the Python MCP SDK 2.x (mcp 2.3.0) over stdio.
 
 Run by tests/live/mcp_python_test.ts: argv[1] is JSON {command, args, env, cwd, template}
-naming the real `isx mcp`. Each tool result is printed as one JSON line
+naming the real `isx mcp`; argv[2] `modern` pins 2026-07-28 (mcp.Client) instead of the
+handshake (ClientSession). Each tool result is printed as one JSON line
 {"tool": name, "result": {...}} (wire names: structuredContent, isError, _meta) and each
 `notifications/isx/task_changed` as {"notification": params}, so the Deno test checks them
 against the golden schemas with the same validator the other MCP tests use. The script
