@@ -1,36 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  contextFrom,
-  enterMode,
-  type Grants,
-  type PermContext,
-  unionGrants,
-} from "./permissions.ts";
-
-const HOME = "/home/tester";
-const CTX: PermContext = contextFrom(
-  (k) => ({ HOME, XDG_RUNTIME_DIR: "" } as Record<string, string>)[k],
-  {
-    cwd: "/srv/project",
-    uid: 1000,
-    programDir: "/opt/isx",
-    execPath: "/usr/bin/deno",
-    socket: "/var/lib/incus/unix.socket",
-  },
-);
-
-function asTestPermissions(g: Grants): Deno.PermissionOptionsObject {
-  return {
-    read: g.read,
-    write: g.write,
-    net: g.net === true ? true : g.net,
-    env: g.env === true ? true : g.env,
-    run: g.run,
-    sys: g.sys as NonNullable<Deno.SysPermissionDescriptor["kind"]>[],
-    ffi: false,
-    import: false,
-  };
-}
+import { enterMode, unionGrants } from "./permissions.ts";
+import { asTestPermissions, CTX } from "./_perm_fixture.ts";
 
 Deno.test({
   name: "enterMode mcp cannot write its config, read credentials or run a host program",

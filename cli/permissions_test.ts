@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import {
   contextFrom,
   enterMode,
-  type Grants,
   MODES,
   type PermContext,
   PERMISSIONS,
@@ -10,33 +9,7 @@ import {
   unionGrants,
 } from "./permissions.ts";
 import { launchFlags, launchMode } from "./launch.ts";
-
-const HOME = "/home/tester";
-const CTX: PermContext = contextFrom(
-  (k) => ({ HOME, XDG_RUNTIME_DIR: "" } as Record<string, string>)[k],
-  {
-    cwd: "/srv/project",
-    uid: 1000,
-    programDir: "/opt/isx",
-    execPath: "/usr/bin/deno",
-    socket: "/var/lib/incus/unix.socket",
-  },
-);
-
-function asTestPermissions(g: Grants): Deno.PermissionOptionsObject {
-  return {
-    read: g.read,
-    write: g.write,
-    net: g.net === true ? true : g.net,
-    env: g.env === true ? true : g.env,
-    run: g.run,
-    sys: g.sys as Deno.SysPermissionDescriptor["kind"][] as NonNullable<
-      Deno.SysPermissionDescriptor["kind"]
-    >[],
-    ffi: false,
-    import: false,
-  };
-}
+import { asTestPermissions, CTX, HOME } from "./_perm_fixture.ts";
 
 const state = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state;
 
