@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { agentStatus } from "./delegate.ts";
+import { agentStatus } from "./agent_result.ts";
 import type { TaskEntry } from "../session/mod.ts";
 
 const T: TaskEntry = {
