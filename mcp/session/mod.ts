@@ -13,4 +13,5 @@ export * from "./types.ts";
 export * from "./session.ts";
 export { engineTasks } from "./tasks.ts";
 export { sweepOrphans, type SweepOutcome } from "./sweep.ts";
+export * from "./sweeper.ts";
 export * from "./dormancy.ts";

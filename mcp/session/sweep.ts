@@ -1,7 +1,7 @@
 /**
- * The orphan sweep (shared/spec/isx-mcp.md §4.4), run once in the background by each new
- * session: an orphan of this user whose holder ended without stamping it (killed) is stamped
- * now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
+ * The orphan sweep (shared/spec/isx-mcp.md §4.4), run in the background by each session (at
+ * its start, then every 10 minutes: sweeper.ts): an orphan of this user whose holder ended
+ * without stamping it (killed) is stamped now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
  * destroyed unless it is in use (running with a task still running or a person in a terminal,
  * or its tasks cannot be read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
  * again, and the sweep backs off if anyone took the instance meanwhile. Kept instances and
