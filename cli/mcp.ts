@@ -143,8 +143,8 @@ Options:
     });
     // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
     // isx init has been done
-    const sweeper = new Sweeper(() =>
-      session.deps.initialized() ? sweepOrphans(session) : Promise.resolve()
+    const sweeper = new Sweeper((guard) =>
+      session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
     );
     const server = serveMcp({
       input: Deno.stdin.readable,
@@ -161,7 +161,7 @@ Options:
     };
     globalThis.addEventListener("unhandledrejection", onRejection);
     const onTerm = () => {
-      // a sweep in flight ends first, so no pending-op mark it set is left behind
+      // a sweep's marked step in flight ends first, so no pending-op mark is left behind
       Promise.all([server.shutdown(), sweeper.stop(SWEEP_STOP_WAIT_MS)]).finally(() => {
         locks.stop();
         Deno.exit(0);

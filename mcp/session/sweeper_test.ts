@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { MarkGuard } from "./sweep.ts";
 import { Sweeper } from "./sweeper.ts";
 
 function deferred() {
@@ -32,39 +33,57 @@ Deno.test("Sweeper: sweeps at start and again after each interval, never two at 
   runs[1]!.resolve();
   await third.promise;
   assert.equal(most, 1);
-  // stop waits for the sweep in flight, and nothing starts after it
+  await s.stop();
+  runs[2]!.resolve();
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(s.count, 3, "nothing starts after stop");
+});
+
+Deno.test("Sweeper: stop waits for a marked step in flight, not for the rest of a sweep, and refuses new steps", async () => {
+  const step = deferred(), inStep = deferred(), listing = deferred();
+  let guard!: MarkGuard;
+  const s = new Sweeper(async (g) => {
+    guard = g;
+    await g(() => {
+      inStep.resolve();
+      return step.promise;
+    });
+    await listing.promise; // e.g. a list call on a stalled incusd: never ends
+  });
+  s.start();
+  await inStep.promise;
   let stopped = false;
   const stopping = s.stop().then(() => stopped = true);
   await new Promise((r) => setTimeout(r, 10));
-  assert.equal(stopped, false, "stop waits for the sweep in flight");
-  runs[2]!.resolve();
-  await stopping;
-  await new Promise((r) => setTimeout(r, 30));
-  assert.equal(s.count, 3);
+  assert.equal(stopped, false, "stop waits for the marked step");
+  step.resolve();
+  await stopping; // and not for the listing after it
+  await assert.rejects(guard(() => Promise.resolve(1)), /session is ending/);
 });
 
-Deno.test("Sweeper: a sweep that throws does not end the schedule; stop before start sweeps nothing", async () => {
+Deno.test("Sweeper: a bounded stop gives up on a marked step that hangs; a throwing sweep keeps the schedule", async () => {
+  const hung = deferred(), inStep = deferred();
+  const s = new Sweeper((g) =>
+    g(() => {
+      inStep.resolve();
+      return hung.promise;
+    })
+  );
+  s.start();
+  await inStep.promise;
+  await s.stop(5);
+  hung.resolve();
   let n = 0;
   const twice = deferred();
-  const s = new Sweeper(() => {
+  const t = new Sweeper(() => {
     if (++n === 2) twice.resolve();
     return Promise.reject(new Error("incusd went away"));
   }, { intervalMs: 1, unref: false });
-  s.start();
+  t.start();
   await twice.promise;
-  await s.stop();
-  assert.ok(n >= 2);
+  await t.stop();
   const idle = new Sweeper(() => Promise.resolve(), { intervalMs: 1 });
   await idle.stop();
   idle.start();
-  assert.equal(idle.count, 0);
-});
-
-Deno.test("Sweeper: stop with a bound gives up on a sweep that hangs", async () => {
-  const hung = deferred();
-  const s = new Sweeper(() => hung.promise);
-  s.start();
-  await s.stop(5);
-  assert.equal(s.count, 1);
-  hung.resolve();
+  assert.equal(idle.count, 0, "stop before start sweeps nothing");
 });
