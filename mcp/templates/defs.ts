@@ -50,6 +50,9 @@ export interface TemplateLimits {
   processes?: number | undefined;
 }
 
+/** An agent a template may name as its `summary_agent`. */
+export type SummaryAgentName = "claude" | "codex" | "pi" | "opencode";
+
 /** A template definition as written (after validation), its name filled in. */
 export interface TemplateDef {
   /** The template's name (default: the file's stem). */
@@ -84,6 +87,11 @@ export interface TemplateDef {
   network?: "full" | "proxy-only" | "airgap" | undefined;
   /** Default resource limits of instances. */
   limits?: TemplateLimits | undefined;
+  /** Who answers `ask` in its instances: an installed agent, optionally with its model. */
+  summary_agent?:
+    | SummaryAgentName
+    | { agent: SummaryAgentName; model?: string | undefined }
+    | undefined;
   /** The proxy account per namespace its instances use unless pinned (`claude: work`). */
   accounts?:
     | Partial<Record<"claude" | "anthropic" | "openai" | "codex" | "github", string>>
