@@ -50,9 +50,6 @@ export interface TemplateLimits {
   processes?: number | undefined;
 }
 
-/** An agent a template may name as its `summary_agent`. */
-export type SummaryAgentName = "claude" | "codex" | "pi" | "opencode";
-
 /** A template definition as written (after validation), its name filled in. */
 export interface TemplateDef {
   /** The template's name (default: the file's stem). */
@@ -89,8 +86,11 @@ export interface TemplateDef {
   limits?: TemplateLimits | undefined;
   /** Who answers `ask` in its instances: an installed agent, optionally with its model. */
   summary_agent?:
-    | SummaryAgentName
-    | { agent: SummaryAgentName; model?: string | undefined }
+    | "claude"
+    | "codex"
+    | "pi"
+    | "opencode"
+    | { agent: "claude" | "codex" | "pi" | "opencode"; model?: string | undefined }
     | undefined;
   /** The proxy account per namespace its instances use unless pinned (`claude: work`). */
   accounts?:
