@@ -18,7 +18,7 @@ import {
   ComposeFileSchema,
   issuesMessage,
   serializeComposeFile,
-} from "../spec.ts";
+} from "../spec/spec.ts";
 import { parseEnvFile } from "./envfile.ts";
 import { interpolateTree, type Lookup } from "./interpolate.ts";
 import { mergeFiles } from "./merge.ts";
@@ -271,13 +271,20 @@ export async function loadCompose(opts: LoadOptions): Promise<ComposeProject> {
   return { name, baseDir, files, file, lookup };
 }
 
-/** The `compose.load` result: `{name, base_dir, files, file}` with the file serialised. */
-export function composeLoadResult(p: ComposeProject): {
+/** The `compose.load` result: the resolved file, serialised. */
+export interface ComposeLoadResult {
+  /** The sanitised project name. */
   name: string;
+  /** The first file's directory (canonical). */
   base_dir: string;
+  /** The files as given or found. */
   files: string[];
+  /** The merged file with names and defaults filled. */
   file: Record<string, unknown>;
-} {
+}
+
+/** The `compose.load` result: `{name, base_dir, files, file}` with the file serialised. */
+export function composeLoadResult(p: ComposeProject): ComposeLoadResult {
   return {
     name: p.name,
     base_dir: p.baseDir,
