@@ -13,7 +13,7 @@
 
 import type { Instance } from "../../rpc/base.ts";
 import { hasCode, isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { execRecorded } from "../host/guest.ts";
@@ -23,6 +23,7 @@ import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
+import { takeOver } from "./take_over.ts";
 import type { Definitions } from "../templates/load.ts";
 
 /** What create_instance was asked. */
@@ -72,29 +73,6 @@ function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): 
     if (a) return a.address;
   }
   return undefined;
-}
-
-/** Re-stamps an orphan as held here and registers it (adoption's core). */
-export async function takeOver(s: Session, inst: Instance): Promise<Held> {
-  await s.incus.updateInstance(inst.name, (i) => ({
-    ...i,
-    config: { ...i.config, ...stampConfig(s.holderStamps()) },
-  }), { step: `adopt ${inst.name}` });
-  const back = (await s.incus.getInstance(inst.name)).value;
-  if (readStamps(back.config)[MCP_STAMP.session] !== s.deps.id) {
-    throw new RefusalError("not_held", `another session adopted "${inst.name}" first`);
-  }
-  const st = readStamps(back.config);
-  const held: Held = {
-    name: inst.name,
-    template: st[STAMP.profile] ?? "",
-    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
-    created: back.created_at,
-    state: "ready",
-    kept: false,
-  };
-  s.held.set(inst.name, held);
-  return held;
 }
 
 async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {

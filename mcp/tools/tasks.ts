@@ -11,13 +11,8 @@ import { z } from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
 import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
-import {
-  AgentResult,
-  agentResult,
-  agentStatus,
-  AgentStatusFields,
-  delegateTools,
-} from "./delegate.ts";
+import { AgentResult, agentResult, agentStatus, AgentStatusFields } from "./agent_result.ts";
+import { delegateTools } from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
 
 /** The longest wait (§2). */
