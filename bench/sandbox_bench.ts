@@ -15,7 +15,7 @@
 
 import { createIncusClient } from "../rpc/mod.ts";
 import { createEngine } from "../rpc/sandbox/mod.ts";
-import { parseSpec } from "../rpc/sandbox/spec.ts";
+import { parseSpec } from "../rpc/sandbox/spec/spec.ts";
 
 const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
 const incus = createIncusClient({

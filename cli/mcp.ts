@@ -12,10 +12,12 @@ import { serveMcp } from "../mcp/server/mod.ts";
 import {
   engineTasks,
   fileAuditor,
-  Heartbeats,
   newSessionId,
   readMcpConfig,
   Session,
+  SessionLocks,
+  SWEEP_STOP_WAIT_MS,
+  Sweeper,
   sweepOrphans,
 } from "../mcp/session/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
@@ -72,8 +74,9 @@ Options:
     const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
     const tasks = engineTasks(createTaskEngine({ incus: client }));
     const id = newSessionId(Deno.pid, Date.now());
-    const beats = new Heartbeats(`${stateDir}/mcp/sessions`);
-    beats.start(id);
+    // liveness: this process holds a lock on its session file until it dies (identity.ts)
+    const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
+    locks.start(id);
     const session = new Session({
       incus: client,
       tasks,
@@ -117,9 +120,9 @@ Options:
         }
       },
       audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
-      alive: (other) => beats.alive(other),
+      alive: (other) => locks.alive(other),
       id,
-      // the host user, and the state dir whose heartbeats tell its sessions' liveness
+      // the host user, and the state dir whose session locks tell its sessions' liveness
       owner: `${Deno.uid() ?? 0}:${stateDir}`,
       pid: Deno.pid,
       cwd,
@@ -138,15 +141,17 @@ Options:
           signal?.addEventListener("abort", onAbort, { once: true });
         }),
     });
+    // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
+    // isx init has been done
+    const sweeper = new Sweeper((guard) =>
+      session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
+    );
     const server = serveMcp({
       input: Deno.stdin.readable,
       output: Deno.stdout.writable,
       session,
       startWatcher: () => tasks.watch(session),
-      // the orphan sweep runs in the background once isx init has been done
-      onSessionStart: () => {
-        if (session.deps.initialized()) void sweepOrphans(session);
-      },
+      onSessionStart: () => sweeper.start(),
     });
     // a long-lived server must not die of one stray rejection (a guest's exec socket reset
     // while its instance stopped, seen in tests): it is logged, the session goes on
@@ -156,18 +161,20 @@ Options:
     };
     globalThis.addEventListener("unhandledrejection", onRejection);
     const onTerm = () => {
-      server.shutdown().finally(() => {
-        beats.stop();
+      // a sweep's marked step in flight ends first, so no pending-op mark is left behind
+      Promise.all([server.shutdown(), sweeper.stop(SWEEP_STOP_WAIT_MS)]).finally(() => {
+        locks.stop();
         Deno.exit(0);
       });
     };
     Deno.addSignalListener("SIGTERM", onTerm);
     try {
       await server.finished;
+      await sweeper.stop(SWEEP_STOP_WAIT_MS);
     } finally {
       Deno.removeSignalListener("SIGTERM", onTerm);
       globalThis.removeEventListener("unhandledrejection", onRejection);
-      beats.stop();
+      locks.stop();
       client.close();
     }
     return 0;

@@ -14,12 +14,13 @@ export { type McpServer, serveMcp, type ServeOptions } from "./server/mod.ts";
 export {
   engineTasks,
   fileAuditor,
-  Heartbeats,
   type McpConfig,
   newSessionId,
   readMcpConfig,
   Session,
   type SessionDeps,
+  SessionLocks,
+  Sweeper,
   sweepOrphans,
 } from "./session/mod.ts";
 export { outputSchemas, toolNames } from "./tools/mod.ts";

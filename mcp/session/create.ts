@@ -5,8 +5,7 @@
  * under the key among the user's instances (any session): still being made → `busy` (here)
  * or `not_held` (a live session elsewhere); kept → `refused`; otherwise it is replayed, an
  * orphan adopted first, and a repeat asking for another template is `invalid_argument`
- * (replay.ts).
- * The instance is made exactly as `isx branch` makes it ({@link branchInstance}); the limit
+ * (replay.ts). The instance is made exactly as `isx branch` makes it ({@link branchInstance}); the limit
  * is counted before the copy, with creates in flight reserved.
  *
  * @module
@@ -26,7 +25,7 @@ import { approvedTemplate } from "./templates.ts";
 import type { Definitions } from "../templates/load.ts";
 import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
 
-export { replayKeyed, takeOver, userInstances } from "./replay.ts";
+export { replayKeyed, userInstances } from "./replay.ts";
 export type { CreateArgs, Created } from "./replay.ts";
 
 /** Runs `isx branch`'s preflight; its refusal (the user must act) is `refused`. */

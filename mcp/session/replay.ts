@@ -1,19 +1,19 @@
 /**
  * Finding what a key made (§5, seed 000): the user's instances, the one made first under an
  * idempotency key, and its replay: kept → `refused`, held by a live session → `not_held`, an
- * orphan taken over (re-stamped as held here, read back to see no other session won), another
- * template or fork source → `invalid_argument`, never redirected.
+ * orphan taken over (take_over.ts), another template or fork source → `invalid_argument`,
+ * never redirected.
  *
  * @module
  */
 
 import type { Instance } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
 import type { Session } from "./session.ts";
-import type { Held } from "./types.ts";
 import { approvedTemplate } from "./templates.ts";
+import { takeOver } from "./take_over.ts";
 
 /** What create_instance was asked. */
 export interface CreateArgs {
@@ -62,29 +62,6 @@ function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): 
     if (a) return a.address;
   }
   return undefined;
-}
-
-/** Re-stamps an orphan as held here and registers it (adoption's core). */
-export async function takeOver(s: Session, inst: Instance): Promise<Held> {
-  await s.incus.updateInstance(inst.name, (i) => ({
-    ...i,
-    config: { ...i.config, ...stampConfig(s.holderStamps()) },
-  }), { step: `adopt ${inst.name}` });
-  const back = (await s.incus.getInstance(inst.name)).value;
-  if (readStamps(back.config)[MCP_STAMP.session] !== s.deps.id) {
-    throw new RefusalError("not_held", `another session adopted "${inst.name}" first`);
-  }
-  const st = readStamps(back.config);
-  const held: Held = {
-    name: inst.name,
-    template: st[STAMP.profile] ?? "",
-    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
-    created: back.created_at,
-    state: "ready",
-    kept: false,
-  };
-  s.held.set(inst.name, held);
-  return held;
 }
 
 /** Replays the instance `inst` found under the key of `args` (see the module doc). */
