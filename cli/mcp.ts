@@ -22,7 +22,7 @@ import {
 } from "../mcp/session/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
-import { loadProxyConfig } from "../proxy/host_config.ts";
+import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import { createIncusClient, log } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
