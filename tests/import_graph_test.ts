@@ -183,6 +183,7 @@ const PURE = [
   "rpc/sandbox/plan/plan.ts",
   "rpc/sandbox/compose/interpolate.ts",
   "rpc/sandbox/compose/merge.ts",
+  "rpc/sandbox/compose/_document.ts",
   "proxy/policy.ts",
   "proxy/accounts.ts",
   "proxy/rules.ts",
