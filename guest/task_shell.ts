@@ -95,6 +95,7 @@ facts() { factsv "$@"; printf '%s' "$FACTS"; }
 /**
  * Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT [NAME B64CONTENT]...` with the prompt on
  * stdin; each NAME/B64CONTENT pair is an extra file of the task (the host checks the names).
+ * Exit 17: run 1 of a task that exists; exit 16: an agent run while another is unfinished.
  */
 export const LAUNCH_SH: string = sh`set -euo pipefail
 ` + PRELUDE + sh`
@@ -102,6 +103,24 @@ id=$1 n=$2 kind=$3 key=$4 b64=$5
 g=$(id -g -- "$u")
 d=$root/$id
 install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
+if [ "$kind" = agent ]; then
+  # one agent at a time per instance (§2.6), whichever session launches: under one lock (in
+  # /run, out of the user's reach, held until current is written) a launch is refused, exit
+  # 16 naming the task, while any agent run is unfinished (running, or its unit unanswered)
+  exec 9<>/run/isx-mcp-agent-launch.lock
+  flock -w 50 9 || { echo "isx: the agent launch lock is held" >&2; exit 1; }
+  ags=()
+  for p in "$root"/*; do a=$%{p##*/}; case $a in *[!a-z0-9-]*|'') continue;; esac
+    k=; [ -d "$p" ] && rdl k "$p/kind" && [ "$k" = agent ] && ags+=("$a"); done
+  if [ $%{#ags[@]} -gt 0 ]; then
+    factsv "$%{ags[@]}"
+    while read -r bid br bx ba _; do
+      case $br in missing|0|'') continue;; esac
+      [ "$bx" = - ] || continue
+      case $ba in active|activating|-) echo "isx: agent task $bid is running" >&2; exit 16;; esac
+    done <<<"$FACTS"
+  fi
+fi
 if [ "$n" = 1 ]; then
   mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
   # a launch that fails before current is written leaves nothing behind
@@ -124,10 +143,10 @@ chmod 644 -- "$d/prompt-$n.md" "$d/run-$n.sh" "$d/kind"
 q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
-    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q" 9>&-
   started=1
 else
-  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
+  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1 9>&-
 fi
 wr "$d/current" "$n"
 chown -h -- "$u:$g" "$d/current"
