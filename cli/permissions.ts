@@ -154,6 +154,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.cwd}/.isx`,
       `${c.stateDir}/ca/ca.crt`,
+      `${c.stateDir}/mcp/sessions`, // isx list: which isx mcp holders still run (their locks)
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)

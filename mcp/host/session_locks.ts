@@ -14,6 +14,11 @@
 
 const ID_RE = /^\d+-\d+$/;
 
+/** The `mcp-owner` stamp: the host user and the state directory whose sessions are its. */
+export function mcpOwner(uid: number, stateDir: string): string {
+  return `${uid}:${stateDir}`;
+}
+
 /** A fresh id for this process. */
 export function newSessionId(pid: number, startMs: number): string {
   return `${pid}-${startMs}`;

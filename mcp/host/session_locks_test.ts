@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { newSessionId, SessionLocks } from "./identity.ts";
+import { newSessionId, SessionLocks } from "./session_locks.ts";
 
 const HOLDER = new URL("../../tests/helpers/session_holder.ts", import.meta.url).pathname;
 
