@@ -16,3 +16,4 @@ export * from "./version.ts";
 export * from "./incus/mod.ts";
 export * from "./clock.ts";
 export * from "./link_race.ts";
+export * from "./sha256.ts";
