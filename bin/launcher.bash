@@ -137,10 +137,44 @@ if [[ "$prog" == isx ]]; then
   export ISX_GIT_SHA
 fi
 
+# `isx proxy run` (the proxy in the foreground) gets the V8 flags `isx proxy start` gives the
+# background proxy: PROXY_V8_FLAGS of cli/proxy_lifecycle.ts (tests/launcher_test.ts checks
+# both the value and which argument lists get it). The command and its subcommand are the
+# first two words that are neither flags nor the values of the global value flags
+# (VALUE_FLAGS of cli/args.ts).
+PROXY_V8_FLAGS="--max-semi-space-size=4"
+v8_flags=()
+if [[ "$prog" == isx ]]; then
+  words=()
+  skip=0
+  for a in "$@"; do
+    if ((skip)); then
+      skip=0
+      continue
+    fi
+    case "$a" in
+    --) break ;;
+    --socket | --project | --remote | --target | --org | --create-timeout | --env-file | --file | -P)
+      skip=1
+      ;;
+    -f) if ((${#words[@]} == 0)); then skip=1; fi ;;
+    -*) ;;
+    *)
+      words+=("$a")
+      if ((${#words[@]} == 2)); then break; fi
+      ;;
+    esac
+  done
+  if [[ "${words[0]:-}" == proxy && "${words[1]:-}" == run ]]; then
+    v8_flags=("--v8-flags=$PROXY_V8_FLAGS")
+  fi
+fi
+
 if [[ "${ISX_LAUNCH_PRINT:-}" == 1 ]]; then
   printf '%s\n' "${launch_flags[@]}"
   if [[ "$prog" == isx ]]; then printf '# ISX_GIT_SHA=%s\n' "$ISX_GIT_SHA"; fi
+  if ((${#v8_flags[@]})); then printf '# %s\n' "${v8_flags[@]}"; fi
   exit 0
 fi
 ISX_PROG="$prog" exec "$deno" run --quiet --cached-only --config "$root/deno.json" \
-  "${launch_flags[@]}" "$root/main.ts" "$@"
+  "${v8_flags[@]}" "${launch_flags[@]}" "$root/main.ts" "$@"

@@ -74,13 +74,18 @@ Options:
       log.warn("isx mcp: unhandled rejection", { error: String(e.reason) });
     };
     globalThis.addEventListener("unhandledrejection", onRejection);
+    const stopSweeper = async () => await opened?.then((b) => b.stopSweeper(), () => {});
     const close = async () => await opened?.then((b) => b.close(), () => {});
     const onTerm = () => {
-      server.shutdown().finally(() => close().finally(() => Deno.exit(0)));
+      // a sweep's marked step in flight ends first, so no pending-op mark is left behind
+      Promise.all([server.shutdown(), stopSweeper()]).finally(() =>
+        close().finally(() => Deno.exit(0))
+      );
     };
     Deno.addSignalListener("SIGTERM", onTerm);
     try {
       await server.finished;
+      await stopSweeper();
     } finally {
       Deno.removeSignalListener("SIGTERM", onTerm);
       globalThis.removeEventListener("unhandledrejection", onRejection);

@@ -1,9 +1,10 @@
 /**
  * The heavy half of `isx mcp`: the session wired to this host (Incus client, config, proxy
- * health port, audit log, heartbeats, the task engine) and the tool table. `cli/mcp.ts`
- * imports it by a computed specifier right after it starts serving, so the handshake and
- * `tools/list` are answered while this module, zod, js-yaml and the templates load
- * (issue 11, start-up); `cli/bundle.ts` and `scripts/compile.ts` carry it like a command.
+ * health port, audit log, session locks, the orphan sweeper, the task engine) and the tool
+ * table. `cli/mcp.ts` imports it by a computed specifier on the first call that needs it or
+ * once the client pauses after the handshake, so `initialize` and `tools/list` are answered
+ * before this module, zod, js-yaml and the templates load (issue 11, start-up).
+ * `cli/bundle.ts` and `scripts/compile.ts` carry it as they carry the commands.
  *
  * @module
  */
@@ -13,10 +14,12 @@ import type { McpBackend } from "../mcp/server/mod.ts";
 import {
   engineTasks,
   fileAuditor,
-  Heartbeats,
   newSessionId,
   readMcpConfig,
   Session,
+  SessionLocks,
+  SWEEP_STOP_WAIT_MS,
+  Sweeper,
   sweepOrphans,
 } from "../mcp/session/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
@@ -30,7 +33,9 @@ import { incusOptions } from "./incus_remote.ts";
 
 /** The backend of one `isx mcp` process, and what ends it. */
 export interface McpProcessBackend extends McpBackend {
-  /** Stops the heartbeat and closes the Incus client (after the session released). */
+  /** Stops the orphan sweeper: a marked step in flight ends first (no pending-op mark left). */
+  stopSweeper(): Promise<void>;
+  /** Releases the session lock and closes the Incus client (after the session released). */
   close(): void;
 }
 
@@ -45,8 +50,9 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
   const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
   const tasks = engineTasks(createTaskEngine({ incus: client }));
   const id = newSessionId(Deno.pid, Date.now());
-  const beats = new Heartbeats(`${stateDir}/mcp/sessions`);
-  beats.start(id);
+  // liveness: this process holds a lock on its session file until it dies (identity.ts)
+  const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
+  locks.start(id);
   const session = new Session({
     incus: client,
     tasks,
@@ -90,9 +96,9 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
       }
     },
     audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
-    alive: (other) => beats.alive(other),
+    alive: (other) => locks.alive(other),
     id,
-    // the host user, and the state dir whose heartbeats tell its sessions' liveness
+    // the host user, and the state dir whose session locks tell its sessions' liveness
     owner: `${Deno.uid() ?? 0}:${stateDir}`,
     pid: Deno.pid,
     cwd,
@@ -111,16 +117,19 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
         signal?.addEventListener("abort", onAbort, { once: true });
       }),
   });
+  // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
+  // isx init has been done
+  const sweeper = new Sweeper((guard) =>
+    session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
+  );
   return {
     session,
     callTool,
     startWatcher: () => tasks.watch(session),
-    // the orphan sweep runs in the background once isx init has been done
-    onSessionStart: () => {
-      if (session.deps.initialized()) void sweepOrphans(session);
-    },
+    onSessionStart: () => sweeper.start(),
+    stopSweeper: () => sweeper.stop(SWEEP_STOP_WAIT_MS),
     close() {
-      beats.stop();
+      locks.stop();
       client.close();
     },
   };

@@ -162,7 +162,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     sys: ["uid"],
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
-  // writes its config), its own state (audit log, session heartbeats), the guest runner
+  // writes its config), its own state (audit log, session lock files), the guest runner
   // sources and the program's own modules it imports after start; no program to run.
   mcp: (c) => ({
     read: [

@@ -27,6 +27,7 @@ export {
   CANCEL_SH,
   FOREGROUND_KILL_SH,
   FOREGROUND_SH,
+  foregroundArgv,
   LAUNCH_SH,
   LIST_SH,
   PROBE_SH,

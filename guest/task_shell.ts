@@ -95,6 +95,7 @@ facts() { factsv "$@"; printf '%s' "$FACTS"; }
 /**
  * Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT [NAME B64CONTENT]...` with the prompt on
  * stdin; each NAME/B64CONTENT pair is an extra file of the task (the host checks the names).
+ * Exit 17: run 1 of a task that exists; exit 16: an agent run while another is unfinished.
  */
 export const LAUNCH_SH: string = sh`set -euo pipefail
 ` + PRELUDE + sh`
@@ -102,6 +103,24 @@ id=$1 n=$2 kind=$3 key=$4 b64=$5
 g=$(id -g -- "$u")
 d=$root/$id
 install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
+if [ "$kind" = agent ]; then
+  # one agent at a time per instance (§2.6), whichever session launches: under one lock (in
+  # /run, out of the user's reach, held until current is written) a launch is refused, exit
+  # 16 naming the task, while any agent run is unfinished (running, or its unit unanswered)
+  exec 9<>/run/isx-mcp-agent-launch.lock
+  flock -w 50 9 || { echo "isx: the agent launch lock is held" >&2; exit 1; }
+  ags=()
+  for p in "$root"/*; do a=$%{p##*/}; case $a in *[!a-z0-9-]*|'') continue;; esac
+    k=; [ -d "$p" ] && rdl k "$p/kind" && [ "$k" = agent ] && ags+=("$a"); done
+  if [ $%{#ags[@]} -gt 0 ]; then
+    factsv "$%{ags[@]}"
+    while read -r bid br bx ba _; do
+      case $br in missing|0|'') continue;; esac
+      [ "$bx" = - ] || continue
+      case $ba in active|activating|-) echo "isx: agent task $bid is running" >&2; exit 16;; esac
+    done <<<"$FACTS"
+  fi
+fi
 if [ "$n" = 1 ]; then
   mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
   # a launch that fails before current is written leaves nothing behind
@@ -124,10 +143,10 @@ chmod 644 -- "$d/prompt-$n.md" "$d/run-$n.sh" "$d/kind"
 q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
-    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q" 9>&-
   started=1
 else
-  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
+  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1 9>&-
 fi
 wr "$d/current" "$n"
 chown -h -- "$u:$g" "$d/current"
@@ -236,22 +255,56 @@ exit $rc
 `;
 
 /**
- * Foreground command: `isx USER NAME TIMEOUT B64SCRIPT`. The script runs as USER in a login
- * shell, in its own session whose leader pid goes to `~/.isx-mcp/run/NAME.pid`.
+ * A foreground command's argv (spec §2.5), one exec with no root shell in between: `setsid`
+ * makes the session a cancel kills, `setpriv` drops straight to USER with its groups and a
+ * reset environment (where `su -` ran a PAM stack and a wrapper forked `base64`, `id` and
+ * `install`: ~20 ms per call on a loaded 2-core host), `timeout` when one is set, then
+ * USER's login shell runs {@link FOREGROUND_SH} and SCRIPT (the host's single-quoting
+ * `foregroundScript`, which ends by exec'ing `bash -c COMMAND`). USER's primary group
+ * carries its name, as the templates make it (`useradd -U`).
  */
-export const FOREGROUND_SH: string = sh`set -uo pipefail
-` + PRELUDE + sh`
-name=$1 t=$2 s=$(printf '%s' "$3" | base64 -d)
-g=$(id -g -- "$u")
-install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$h/.isx-mcp/run" || exit 1
-pf=$h/.isx-mcp/run/$name.pid
-set -- setsid -w bash -c 'printf "%s\n" "$$" >"$0"; exec "$@"' "$pf"
-if [ -n "$t" ]; then set -- "$@" timeout -k 10s "$t"s; fi
-# --session-command: su's -c would start a new session, out of reach of the kill
-"$@" su - "$u" --session-command "$s"
-rc=$?
-rm -f -- "$pf"
-exit $rc
+export function foregroundArgv(
+  user: string,
+  name: string,
+  timeout: string,
+  script: string,
+): string[] {
+  return [
+    "setsid",
+    "-w",
+    "setpriv",
+    `--reuid=${user}`,
+    `--regid=${user}`,
+    "--init-groups",
+    "--reset-env",
+    ...(timeout ? ["timeout", "-k", "10s", `${timeout}s`] : []),
+    "bash",
+    "-l",
+    "-c",
+    FOREGROUND_SH + script,
+    "isx",
+    name,
+  ];
+}
+
+/**
+ * The login shell's first lines, as the user: the session's id goes to
+ * `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or link)
+ * for the kill script. The file outlives the run (removing it would cost a process per
+ * call); once more than 64 pile up, one `rm` takes those whose session
+ * has no leader left. Builtins only on the common path.
+ */
+export const FOREGROUND_SH: string = sh`d=$HOME/.isx-mcp/run
+[ -d "$d" ] || ( umask 077 && exec mkdir -p -- "$d" ) || { echo "isx: cannot make $d" >&2; exit 1; }
+read -r l </proc/$$/stat; read -r -a a <<<"$%{l##*) }"; pf=$d/$1.pid
+set -C; { printf '%s\n' "$%{a[3]}" >"$pf"; } 2>/dev/null || { rm -f -- "$pf"; printf '%s\n' "$%{a[3]}" >"$pf"; }; set +C
+f=("$d"/*.pid)
+if [ $%{#f[@]} -gt 64 ]; then old=()
+  for x in "$%{f[@]}"; do [ -f "$x" ] || continue; y=; { read -r y <"$x"; } 2>/dev/null
+    case $y in ''|*[!0-9]*) old+=("$x");; *) [ -e "/proc/$y" ] || old+=("$x");; esac; done
+  [ $%{#old[@]} -eq 0 ] || rm -f -- "$%{old[@]}"
+fi
+unset d l a pf f x y old
 `;
 
 /** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */

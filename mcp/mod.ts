@@ -14,12 +14,13 @@ export { type McpBackend, type McpServer, serveMcp, type ServeOptions } from "./
 export {
   engineTasks,
   fileAuditor,
-  Heartbeats,
   type McpConfig,
   newSessionId,
   readMcpConfig,
   Session,
   type SessionDeps,
+  SessionLocks,
+  Sweeper,
   sweepOrphans,
 } from "./session/mod.ts";
 export { outputSchemas, toolNames } from "./tools/mod.ts";

@@ -1,6 +1,6 @@
 /**
  * The library without the sandbox engine: errors, logging, the version, durations, JSON
- * lines, PEM/x509 helpers and the Incus client. `proxy/` imports this instead of `mod.ts`,
+ * lines, PEM/x509 helpers, the config YAML reader and the Incus client. `proxy/` imports this instead of `mod.ts`,
  * because the engine (compose, zod schemas, planning) would add ~25 MiB to the resident
  * memory of a process that never creates a sandbox (issue 11: the proxy's footprint).
  *
@@ -17,3 +17,4 @@ export * from "./incus/mod.ts";
 export * from "./clock.ts";
 export * from "./link_race.ts";
 export * from "./sha256.ts";
+export { parseYaml } from "./yaml.ts";

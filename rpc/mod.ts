@@ -51,6 +51,6 @@ export type {
   VolumeParams,
   WaitReadyParams,
 } from "./sandbox/mod.ts";
-export type { ExecControl } from "./sandbox/exec_registry.ts";
-export * from "./sandbox/exec.ts";
-export * from "./sandbox/exec_user.ts";
+export type { ExecControl } from "./sandbox/exec/registry.ts";
+export * from "./sandbox/exec/exec.ts";
+export * from "./sandbox/exec/user.ts";

@@ -182,10 +182,11 @@ const PURE = [
   "rpc/jsonl.ts",
   "rpc/duration.ts",
   "rpc/incus/envelope.ts",
-  "rpc/sandbox/resolve.ts",
-  "rpc/sandbox/plan.ts",
+  "rpc/sandbox/resolve/resolve.ts",
+  "rpc/sandbox/plan/plan.ts",
   "rpc/sandbox/compose/interpolate.ts",
   "rpc/sandbox/compose/merge.ts",
+  "rpc/sandbox/compose/_document.ts",
   "proxy/policy.ts",
   "proxy/accounts.ts",
   "proxy/rules.ts",
@@ -219,9 +220,16 @@ const PURE = [
   "guest/diff/core.ts",
 ];
 
+/** Folders whose every module is pure, but for the named edges that gather their inputs. */
+const PURE_DIRS = ["rpc/sandbox/spec/", "rpc/sandbox/resolve/"];
+const PURE_DIR_EDGES = ["rpc/sandbox/resolve/host_facts.ts"];
+
 Deno.test("the pure modules open no sockets, files, processes or timers", () => {
   const bad: string[] = [];
-  for (const f of PURE) {
+  const inPureDirs = FILES.filter((f) =>
+    !isTest(f) && PURE_DIRS.some((d) => f.startsWith(d)) && !PURE_DIR_EDGES.includes(f)
+  );
+  for (const f of [...PURE, ...inPureDirs]) {
     const src = SOURCES.get(f);
     if (src === undefined) continue; // not written yet
     if (/\bDeno\.(?!customInspect)|\bfetch\(|node:net|\bsetTimeout\(/.test(src)) bad.push(f);
@@ -234,5 +242,67 @@ Deno.test("no test turns Deno's op or resource sanitizers off", () => {
     f !== "tests/import_graph_test.ts" &&
     /sanitizeOps:\s*false|sanitizeResources:\s*false/.test(SOURCES.get(f)!)
   );
+  assert.deepEqual(bad, []);
+});
+
+/**
+ * The sandbox engine's concern folders, lowest first: a module may import its own folder and
+ * the folders before it, never one after it nor the engine's root (`rpc/sandbox/mod.ts`, which
+ * composes them). Unit tests may reach anywhere.
+ */
+const SANDBOX_LAYERS = [
+  "spec",
+  "exec",
+  "instances",
+  "egress",
+  "resolve",
+  "plan",
+  "lifecycle",
+  "compose",
+];
+const SANDBOX = "rpc/sandbox/";
+
+Deno.test("rpc/sandbox/ holds only mod.ts and _private files beside its concern folders", () => {
+  const flat = FILES.filter((f) =>
+    f.startsWith(SANDBOX) && !f.slice(SANDBOX.length).includes("/") &&
+    f !== `${SANDBOX}mod.ts` && !f.slice(SANDBOX.length).startsWith("_")
+  );
+  assert.deepEqual(flat, []);
+  const dirs = [
+    ...new Set(
+      FILES.filter((f) => f.startsWith(SANDBOX) && f.slice(SANDBOX.length).includes("/"))
+        .map((f) => f.slice(SANDBOX.length).split("/")[0]!),
+    ),
+  ].sort();
+  assert.deepEqual(
+    dirs,
+    [...SANDBOX_LAYERS].sort(),
+    "a new folder takes its place in SANDBOX_LAYERS",
+  );
+});
+
+Deno.test("every rpc/sandbox/ concern folder has a mod.ts whose module doc says what it holds", () => {
+  const bad: string[] = [];
+  for (const d of SANDBOX_LAYERS) {
+    const src = SOURCES.get(`${SANDBOX}${d}/mod.ts`);
+    if (src === undefined || !/^\/\*\*[\s\S]{80,}?@module[\s\S]*?\*\//.test(src)) bad.push(d);
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("an rpc/sandbox/ concern folder imports only the folders below it, never the root", () => {
+  const bad: string[] = [];
+  for (const [f, src] of SOURCES) {
+    if (!f.startsWith(SANDBOX) || isTest(f)) continue;
+    const from = f.slice(SANDBOX.length).split("/");
+    if (from.length < 2) continue; // the root composes the folders
+    const level = SANDBOX_LAYERS.indexOf(from[0]!);
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (!to?.startsWith(SANDBOX)) continue;
+      const parts = to.slice(SANDBOX.length).split("/");
+      if (parts.length < 2 || SANDBOX_LAYERS.indexOf(parts[0]!) > level) bad.push(`${f} -> ${to}`);
+    }
+  }
   assert.deepEqual(bad, []);
 });

@@ -197,3 +197,58 @@ Deno.test({
     });
   },
 });
+
+/** The `deno` argv bin/isx execs for `args`: a stand-in deno records it (flags.ts runs for real). */
+async function execArgv(args: string[], env: Record<string, string>, dir: string) {
+  const fake = `${dir}/fake-deno`;
+  await Deno.writeTextFile(
+    fake,
+    `#!/usr/bin/env bash\nfor a in "$@"; do [[ "$a" == */cli/flags.ts ]] && exec "${DENO}" "$@"; done\n` +
+      `printf '%s\\n' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const out = await new Deno.Command(`${ROOT}/bin/isx`, {
+    args,
+    cwd: `${dir}/work`,
+    env: { ...env, ISX_DENO: fake },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
+}
+
+Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, and nothing else with them", async () => {
+  const { PROXY_V8_FLAGS } = await import("../cli/proxy_lifecycle.ts");
+  assert.ok(SCRIPT.includes(`PROXY_V8_FLAGS="${PROXY_V8_FLAGS}"`), "the launcher's value differs");
+  const CASES = [
+    ["proxy", "run"],
+    ["proxy", "run", "--log-file", "/tmp/x.log"],
+    ["--socket", "/run/x.socket", "proxy", "run"],
+    ["--project=p", "-q", "proxy", "run"],
+    ["proxy", "--remote", "lab", "run"],
+    ["proxy", "status"],
+    ["proxy", "start"],
+    ["list"],
+    ["--socket", "proxy", "run"], // "proxy" is the socket here: the command is "run"
+    ["run", "proxy"],
+    ["mcp"],
+  ];
+  await withHome(async (dir, env) => {
+    for (const args of CASES) {
+      const { command, rest } = splitGlobal(args, () => undefined);
+      const want = command === "proxy" && rest.find((a) => !a.startsWith("-")) === "run";
+      const flag = `--v8-flags=${PROXY_V8_FLAGS}`;
+      const printedLines = await printed("isx", args, env, `${dir}/work`);
+      assert.equal(printedLines.includes(`# ${flag}`), want, `printed: ${args.join(" ")}`);
+      const argv = await execArgv(args, env, dir);
+      const main = argv.indexOf(`${ROOT}/main.ts`);
+      assert.ok(main > 0, argv.join(" "));
+      assert.equal(argv.slice(0, main).includes(flag), want, `exec: ${args.join(" ")}`);
+      assert.deepEqual(argv.slice(main + 1), args); // the program's own arguments, untouched
+    }
+    // isb never runs the proxy
+    assert.ok(!(await printed("isb", ["rpc"], env, `${dir}/work`)).some((l) => l.includes("v8")));
+  });
+});

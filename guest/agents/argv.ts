@@ -45,6 +45,8 @@ export interface RunnerPlace {
   agent: AgentName;
   /** The agent user's home. */
   home: string;
+  /** `ask`: a one-shot answer (run 1, tools off, no session); default a task's run. */
+  mode?: "task" | "ask";
 }
 
 /** The runner's command line, program first (no shell; every value is its own argument). */
@@ -70,6 +72,7 @@ export function agentRunnerArgv(p: RunnerPlace): string[] {
     String(p.run),
     "--agent",
     p.agent,
+    ...(p.mode === "ask" ? ["--mode", "ask"] : []),
   ];
 }
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { agentRunnerArgv, agentRunScript } from "./mod.ts";
+import { parseRunnerArgs } from "./main.ts";
 
 const PLACE = {
   deno: "/usr/local/bin/deno",
@@ -32,4 +33,14 @@ Deno.test("agentRunScript quotes every value and keeps a cancel's exit", async (
   await w.write(new TextEncoder().encode(s));
   await w.close();
   assert.equal((await p.status).code, 0);
+});
+
+Deno.test("agentRunnerArgv and parseRunnerArgs carry the ask mode, run 1 only", () => {
+  const argv = agentRunnerArgv({ ...PLACE, run: 1, mode: "ask" });
+  assert.deepEqual(argv.slice(-2), ["--mode", "ask"]);
+  const args = argv.slice(argv.findIndex((a) => a.endsWith("/agents/main.ts")) + 1);
+  assert.deepEqual(parseRunnerArgs(args), { dir: PLACE.dir, run: 1, agent: "codex", mode: "ask" });
+  assert.equal(parseRunnerArgs(args.slice(0, -2)).mode, "task");
+  assert.throws(() => parseRunnerArgs([...args.slice(0, 3), "2", ...args.slice(4)]), /--mode/);
+  assert.throws(() => parseRunnerArgs([...args.slice(0, -1), "shell"]), /--mode must be/);
 });

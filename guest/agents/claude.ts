@@ -28,15 +28,10 @@ const SESSION_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 /** The command line of one Claude Code run. */
 export function claudeLaunch(req: LaunchRequest): Launch {
   const resume = resumeOf(req, SESSION_RE);
-  const argv = [
-    "claude",
-    "-p",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--permission-mode",
-    "bypassPermissions",
-  ];
+  const argv = ["claude", "-p", "--output-format", "stream-json", "--verbose"];
+  // one-shot: no tool at all and no session file; a task: full access inside the instance
+  if (req.oneShot) argv.push("--tools", "", "--no-session-persistence");
+  else argv.push("--permission-mode", "bypassPermissions");
   if (req.model !== undefined) argv.push("--model", checked("model", req.model, MODEL_RE));
   if (req.brief) argv.push("--append-system-prompt", req.brief);
   if (resume) argv.push("--resume", resume);

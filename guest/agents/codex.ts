@@ -45,9 +45,11 @@ export function codexLaunch(req: LaunchRequest): Launch {
   argv.push(
     "--json",
     "--skip-git-repo-check",
-    // full access inside the instance, as the descriptors name it
+    // a task: full access inside the instance, as the descriptors name it; one-shot: Codex's
+    // shell cannot be turned off, so its sandbox is read-only and nothing of it is kept
     "-c",
-    'sandbox_mode="danger-full-access"',
+    req.oneShot ? 'sandbox_mode="read-only"' : 'sandbox_mode="danger-full-access"',
+    ...(req.oneShot ? ["--ephemeral"] : []),
     "-c",
     'approval_policy="never"',
     "-c",

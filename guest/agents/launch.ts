@@ -25,6 +25,8 @@ export interface LaunchRequest {
   sessionFile?: string;
   /** opencode only: the model of its config (`provider/model`), for a bare model id. */
   configuredModel?: string;
+  /** A one-shot answer (`ask`): run 1 only, tools off where the agent allows, no session kept. */
+  oneShot?: boolean;
 }
 
 /** The process to spawn: prompt on stdin, stdout is the agent's native JSONL. */
@@ -52,6 +54,9 @@ export function checked(what: string, value: string, re: RegExp): string {
 export function resumeOf(req: LaunchRequest, re: RegExp): string | undefined {
   if (!Number.isInteger(req.run) || req.run < 1) {
     throw new TypeError(`invalid run number ${req.run}: runs count from 1`);
+  }
+  if (req.oneShot && req.run !== 1) {
+    throw new TypeError(`a one-shot ${req.agent} run is run 1: it resumes nothing`);
   }
   if (req.run === 1) return undefined;
   if (req.session === undefined) {

@@ -82,3 +82,29 @@ Deno.test("opencodeModel gives a bare id the configured model's provider", () =>
     "anthropic/x",
   ]);
 });
+
+Deno.test("agentLaunch one-shot (ask): tools off where the agent allows, no session, no full access", () => {
+  const off: Record<string, string[]> = {
+    claude: ["--tools", "", "--no-session-persistence"],
+    codex: ['sandbox_mode="read-only"', "--ephemeral"],
+    pi: ["--no-session", "--no-tools"],
+    opencode: ["--title", "isx ask"],
+  };
+  for (const agent of AGENT_NAMES) {
+    const l = agentLaunch({ agent, run: 1, oneShot: true, brief: "the brief" });
+    for (const f of off[agent]!) assert.ok(l.argv.includes(f), `${agent}: ${f}`);
+    for (const full of ["bypassPermissions", 'sandbox_mode="danger-full-access"', "--auto"]) {
+      assert.ok(!l.argv.includes(full), `${agent} has no full access: ${full}`);
+    }
+    assert.ok(!l.argv.includes("--session") && !l.argv.includes("--resume"), agent);
+    assert.throws(
+      () => agentLaunch({ agent, run: 2, session: CLAUDE_SID, oneShot: true }),
+      /one-shot .* run is run 1/,
+    );
+  }
+  const i = agentLaunch({ agent: "claude", run: 1, oneShot: true }).argv.indexOf("--tools");
+  assert.equal(agentLaunch({ agent: "claude", run: 1, oneShot: true }).argv[i + 1], "");
+  const oc = agentLaunch({ agent: "opencode", run: 1, oneShot: true });
+  assert.deepEqual(JSON.parse(oc.env.OPENCODE_CONFIG_CONTENT!), { tools: { "*": false } });
+  assert.equal(agentLaunch({ agent: "opencode", run: 1 }).env.OPENCODE_CONFIG_CONTENT, undefined);
+});

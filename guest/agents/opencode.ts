@@ -51,16 +51,21 @@ export function opencodeModel(model: string, configured: string | undefined): st
 /** The command line of one opencode run. */
 export function opencodeLaunch(req: LaunchRequest): Launch {
   const resume = resumeOf(req, SESSION_RE);
-  const argv = ["opencode", "run", "--format", "json", "--auto"];
+  // one-shot: every tool off through the inline config opencode merges over its own
+  const argv = ["opencode", "run", "--format", "json", ...(req.oneShot ? [] : ["--auto"])];
   if (req.model !== undefined) {
     argv.push("--model", opencodeModel(req.model, req.configuredModel));
   }
   // a new session would otherwise cost an extra model call for its title
   if (resume) argv.push("--session", resume);
-  else argv.push("--title", "isx task");
+  else argv.push("--title", req.oneShot ? "isx ask" : "isx task");
   return {
     argv,
-    env: { OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1" },
+    env: {
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      ...(req.oneShot ? { OPENCODE_CONFIG_CONTENT: '{"tools":{"*":false}}' } : {}),
+    },
     promptPrefix: briefPrefix(req),
   };
 }

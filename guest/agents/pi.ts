@@ -32,9 +32,10 @@ const FILE_RE = /^\/[A-Za-z0-9._/-]{1,255}\.jsonl$/;
 /** The command line of one Pi run. */
 export function piLaunch(req: LaunchRequest): Launch {
   resumeOf(req, SESSION_RE);
-  if (req.sessionFile === undefined) throw new TypeError("a pi run needs its session file");
   const argv = ["pi", "--mode", "json", "-p"];
-  argv.push("--session", checked("pi session file", req.sessionFile, FILE_RE));
+  if (req.oneShot) argv.push("--no-session", "--no-tools");
+  else if (req.sessionFile === undefined) throw new TypeError("a pi run needs its session file");
+  else argv.push("--session", checked("pi session file", req.sessionFile, FILE_RE));
   if (req.model !== undefined) argv.push("--model", checked("model", req.model, MODEL_RE));
   // the system prompt is rebuilt by every run, as Claude's is: the brief goes with each
   if (req.brief) argv.push("--append-system-prompt", req.brief);

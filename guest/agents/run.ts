@@ -7,7 +7,8 @@
  * (for Pi only once Pi has saved its session file); `codex-usage.json` keeps Codex's running
  * token total, which the next run subtracts; `exit-<n>` comes last, and a cancel's exit
  * written first wins. Every file read is FIFO-safe. The agent is spawned without a shell; a
- * cancel signal to the runner is passed on to it.
+ * cancel signal to the runner is passed on to it. A one-shot run (`ask`) is the same run 1
+ * with the agent's tools off where it allows and no `session_id` written.
  *
  * @module
  */
@@ -47,6 +48,8 @@ export interface RunAgentOptions {
   home: string;
   /** The agent's program (default: its name, found on PATH). */
   program?: string;
+  /** A one-shot answer (`ask`): tools off where the agent allows, no session recorded. */
+  oneShot?: boolean;
 }
 
 /** How the run ended. */
@@ -144,7 +147,8 @@ async function runOnce(opts: RunAgentOptions, f: RunFiles, log: EventLog) {
   if (opts.model !== undefined) req.model = opts.model;
   if (opts.brief !== undefined) req.brief = opts.brief;
   if (recorded) req.session = recorded;
-  if (agent === "pi") req.sessionFile = piSessionFile(dir);
+  if (opts.oneShot) req.oneShot = true;
+  else if (agent === "pi") req.sessionFile = piSessionFile(dir);
   if (agent === "opencode" && opts.model !== undefined && !opts.model.includes("/")) {
     const m = await opencodeConfiguredModel(opts.home);
     if (m !== undefined) req.configuredModel = m;
@@ -197,12 +201,12 @@ async function runOnce(opts: RunAgentOptions, f: RunFiles, log: EventLog) {
       child.status,
       feed,
       child.stderr.pipeTo(stderr.writable),
-      readEvents(child.stdout, tr, f, agent !== "pi" && run === 1, log),
+      readEvents(child.stdout, tr, f, agent !== "pi" && run === 1 && !opts.oneShot, log),
     ]);
     let code = status.signal ? signalExit(status.signal) : status.code;
     if (cancelledBy && code === 0) code = signalExit(cancelledBy);
     let sessionSaved = false;
-    if (agent === "pi") {
+    if (agent === "pi" && !opts.oneShot) {
       const saved = await piSavedSession(dir);
       sessionSaved = saved !== undefined && saved === tr.sessionId;
       if (sessionSaved && run === 1) await writeSessionOnce(f, saved!);

@@ -80,3 +80,36 @@ Deno.test("runAgent refuses before starting the agent: unsaved pi session, bad m
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("runAgent one-shot (ask) answers with the agent's args and keeps no session", async () => {
+  for (const agent of ["claude", "pi"] as const) {
+    const line = agent === "claude"
+      ? `echo '{"type":"system","subtype":"init","session_id":"${SID}"}'
+         printf '{"type":"result","subtype":"success","is_error":false,"result":"the answer","num_turns":1}'`
+      : `echo '{"type":"session","id":"${SID}"}'
+         echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"the answer"}],"stopReason":"stop"}}'`;
+    const { dir, program } = await task(
+      1,
+      `printf '%s\\n' "$@" > "$(dirname "$0")/args.txt"\n${line}`,
+    );
+    try {
+      const out = await runAgent({
+        dir,
+        run: 1,
+        agent,
+        cwd: dir,
+        home: dir,
+        program,
+        oneShot: true,
+      });
+      assert.equal(out.exitCode, 0, JSON.stringify(out.result));
+      assert.equal(out.result.result, "the answer");
+      const args = (await read(`${dir}/args.txt`))!.split("\n");
+      assert.ok(args.includes(agent === "claude" ? "--no-session-persistence" : "--no-tools"));
+      assert.equal(await read(`${dir}/session_id`), undefined, `${agent}: no session recorded`);
+      assert.equal(await read(`${dir}/exit-1`), "0\n");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+});

@@ -14,7 +14,7 @@
  * host or outside in the inet family, which every kernel has; on a bridge that only
  * proxy-only instances use that is exactly the traffic to filter. The NICs get
  * `security.port_isolation`, so proxy-only instances do not reach each other either. The
- * same way isb egress sandboxes work (rpc/sandbox/egress.ts).
+ * same way isb egress sandboxes work (rpc/sandbox/egress/egress.ts).
  *
  * The bridge and its ACL are only ever changed when they carry the mark
  * {@link KEY_ISX_ROLE}` = proxy-only`; a network of that name without it is refused.

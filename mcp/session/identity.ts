@@ -1,20 +1,16 @@
 /**
  * Who a session is and whether it still runs. The id is `<pid>-<start>` (start: the epoch
  * millisecond the server began), unique across pid reuse. The spec reads liveness from
- * `/proc/<pid>/stat`; Deno grants `/proc` only with every permission, which `isx mcp` must
- * not have, so a session proves it is alive with a heartbeat instead: a file
- * `<state>/mcp/sessions/<id>` whose mtime it renews every {@link HEARTBEAT_MS}. A session
- * whose file is missing or older than {@link STALE_MS} is over (ended, or killed), so its
- * instances are orphans. Decision in docs/decisions.md.
+ * `/proc/<pid>/stat`; Deno refuses every `/proc` read without `--allow-all` (any
+ * `--allow-read` grant, checked on 2.9.6), which `isx mcp` must not have. So a live session
+ * holds an exclusive `flock` on its file `<state>/mcp/sessions/<id>` for as long as its
+ * process lives, and the kernel drops that lock the moment the process dies, however it dies.
+ * Another session asks with a non-blocking shared lock: refused means alive; granted means
+ * the holder is gone (killed: the file is left, and removed by whoever finds it so); no file
+ * means it ended cleanly. Exact, and nothing to renew. Decision in docs/decisions.md.
  *
  * @module
  */
-
-/** How often a live session renews its heartbeat. */
-export const HEARTBEAT_MS = 2_000;
-
-/** A heartbeat older than this means the session is gone. */
-export const STALE_MS = 8_000;
 
 const ID_RE = /^\d+-\d+$/;
 
@@ -23,61 +19,83 @@ export function newSessionId(pid: number, startMs: number): string {
   return `${pid}-${startMs}`;
 }
 
-/** Whether a heartbeat of `mtimeMs` read at `nowMs` means alive (pure). */
-export function heartbeatFresh(mtimeMs: number | undefined, nowMs: number): boolean {
-  return mtimeMs !== undefined && nowMs - mtimeMs < STALE_MS;
-}
-
-/** The heartbeat files of one user's sessions. */
-export class Heartbeats {
+/** The liveness locks of one user's sessions. */
+export class SessionLocks {
   #dir: string;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #file: Deno.FsFile | undefined;
   #own: string | undefined;
 
-  /** Heartbeats under `dir` (`<state>/mcp/sessions`). */
+  /** Locks under `dir` (`<state>/mcp/sessions`). */
   constructor(dir: string) {
     this.#dir = dir;
   }
 
-  /** Starts beating for `id`; the file exists when this returns. */
+  /**
+   * Takes this process's lock for `id`; the file exists, locked, when this returns. It is
+   * locked under a temporary name and then renamed, so no one ever sees it unlocked.
+   */
   start(id: string): void {
     if (!ID_RE.test(id)) throw new TypeError(`invalid session id "${id}"`);
     Deno.mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-    this.#own = `${this.#dir}/${id}`;
-    Deno.writeTextFileSync(this.#own, `${id}\n`, { mode: 0o600 });
-    this.#timer = setInterval(() => {
-      try {
-        const now = new Date();
-        Deno.utimeSync(this.#own!, now, now);
-      } catch {
-        /* recreated on the next beat if it was removed */
-        try {
-          Deno.writeTextFileSync(this.#own!, `${id}\n`, { mode: 0o600 });
-        } catch { /* the state dir is gone: nothing to beat on */ }
-      }
-    }, HEARTBEAT_MS);
-    Deno.unrefTimer(this.#timer);
-  }
-
-  /** Stops beating and removes the file: the session is over. */
-  stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
-    if (this.#own) {
-      try {
-        Deno.removeSync(this.#own);
-      } catch { /* already gone */ }
+    const tmp = `${this.#dir}/.${id}.new`;
+    const file = Deno.openSync(tmp, { read: true, write: true, create: true, mode: 0o600 });
+    try {
+      if (!file.tryLockSync(true)) throw new Error(`session file ${tmp} is locked by another`);
+      file.writeSync(new TextEncoder().encode(`${id}\n`));
+      Deno.renameSync(tmp, `${this.#dir}/${id}`);
+    } catch (e) {
+      file.close();
+      throw e;
     }
+    this.#file = file;
+    this.#own = id;
+    this.#removeDead();
   }
 
-  /** Whether session `id` is alive. */
+  /** Ends this session: removes its file, then drops the lock. */
+  stop(): void {
+    if (!this.#file) return;
+    try {
+      Deno.removeSync(`${this.#dir}/${this.#own}`);
+    } catch { /* already gone */ }
+    this.#file.close();
+    this.#file = undefined;
+  }
+
+  /**
+   * Whether session `id` is alive: its file exists and is locked. A file that cannot be
+   * opened or locked for another reason counts as alive, so nothing is taken on a guess.
+   */
   alive(id: string): boolean {
     if (!ID_RE.test(id)) return false;
-    if (`${this.#dir}/${id}` === this.#own && this.#timer !== undefined) return true;
+    if (id === this.#own && this.#file) return true;
+    const path = `${this.#dir}/${id}`;
+    let f: Deno.FsFile;
     try {
-      return heartbeatFresh(Deno.statSync(`${this.#dir}/${id}`).mtime?.getTime(), Date.now());
-    } catch {
-      return false;
+      f = Deno.openSync(path, { read: true });
+    } catch (e) {
+      return !(e instanceof Deno.errors.NotFound);
     }
+    try {
+      if (!f.tryLockSync(false)) return true;
+      // the holder is dead (killed): its file goes, so later checks stop at "no file"
+      try {
+        Deno.removeSync(path);
+      } catch { /* another checker removed it */ }
+      return false;
+    } catch {
+      return true;
+    } finally {
+      f.close();
+    }
+  }
+
+  /** Removes the files of sessions that were killed (cheap: one lock try per file). */
+  #removeDead(): void {
+    try {
+      for (const e of Deno.readDirSync(this.#dir)) {
+        if (e.isFile && ID_RE.test(e.name)) this.alive(e.name);
+      }
+    } catch { /* unreadable: left for the checks to find */ }
   }
 }

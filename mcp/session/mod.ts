@@ -12,5 +12,6 @@ export * from "./identity.ts";
 export * from "./types.ts";
 export * from "./session.ts";
 export { engineTasks } from "./tasks.ts";
-export { sweepOrphans, type SweepOutcome } from "./sweep.ts";
+export { type MarkGuard, sweepOrphans, type SweepOutcome } from "./sweep.ts";
+export * from "./sweeper.ts";
 export * from "./dormancy.ts";

@@ -1,7 +1,7 @@
 /**
- * The orphan sweep (shared/spec/isx-mcp.md §4.4), run once in the background by each new
- * session: an orphan of this user whose holder ended without stamping it (killed) is stamped
- * now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
+ * The orphan sweep (shared/spec/isx-mcp.md §4.4), run in the background by each session (at
+ * its start, then every 10 minutes: sweeper.ts): an orphan of this user whose holder ended
+ * without stamping it (killed) is stamped now, so its grace starts when it is first known; an orphan past `orphan-grace-hours` is
  * destroyed unless it is in use (running with a task still running or a person in a terminal,
  * or its tasks cannot be read). The destroy is guarded: `pending-op: deleting` first, then the holder is read
  * again, and the sweep backs off if anyone took the instance meanwhile. Kept instances and
@@ -28,8 +28,17 @@ export type SweepOutcome =
   | "skipped"
   | "dormant";
 
-/** Sweeps this user's orphans once; never throws (each failure is audited). */
-export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome>> {
+/** Runs a step that sets a `pending-op` mark and removes it again (see sweeper.ts). */
+export type MarkGuard = <T>(step: () => Promise<T>) => Promise<T>;
+
+/**
+ * Sweeps this user's orphans once; never throws (each failure is audited). Each step that
+ * marks an instance runs through `guard`, so an ending server can wait for those steps only.
+ */
+export async function sweepOrphans(
+  s: Session,
+  guard: MarkGuard = (step) => step(),
+): Promise<Map<string, SweepOutcome>> {
   const out = new Map<string, SweepOutcome>();
   let graceMs: number;
   try {
@@ -79,7 +88,10 @@ export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome
         if (open.length > 0) {
           // kept only by agent runs: dormancy may stop it; anything else keeps it in use
           const agentsOnly = open.every((t) => t.kind === "agent");
-          out.set(inst.name, agentsOnly ? await dormancyStep(s, inst, seen.writeAgeMs) : "in-use");
+          out.set(
+            inst.name,
+            agentsOnly ? await guard(() => dormancyStep(s, inst, seen.writeAgeMs)) : "in-use",
+          );
           return;
         }
       } else {
@@ -90,21 +102,13 @@ export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome
           return;
         }
       }
-      // guarded delete: mark, re-read the holder, back off if it changed
-      await s.incus.updateInstance(inst.name, (i) => ({
-        ...i,
-        config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "deleting" }) },
-      }), { step: `mark ${inst.name} for deletion` });
-      const again = readStamps((await s.incus.getInstance(inst.name)).value.config);
-      if (again[MCP_STAMP.session] !== st[MCP_STAMP.session] || again[MCP_STAMP.kept]) {
-        await s.incus.updateInstance(inst.name, (i) => ({
-          ...i,
-          config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "" }) },
-        }), { step: `unmark ${inst.name}` });
+      // guarded delete: mark, re-read the holder, back off if it changed (an ending server
+      // waits for it, so the mark is never left behind)
+      const gone = await guard(() => guardedDelete(s, inst.name, st));
+      if (!gone) {
         out.set(inst.name, "skipped");
         return;
       }
-      await destroyIsxInstance(s.incus, inst.name);
       out.set(inst.name, "destroyed");
       s.audit({
         tool: "reap-orphans",
@@ -124,4 +128,26 @@ export async function sweepOrphans(s: Session): Promise<Map<string, SweepOutcome
     }
   }));
   return out;
+}
+
+/** Marks `name` for deletion, re-reads its holder, and destroys it or backs off (false). */
+async function guardedDelete(
+  s: Session,
+  name: string,
+  st: Record<string, string>,
+): Promise<boolean> {
+  await s.incus.updateInstance(name, (i) => ({
+    ...i,
+    config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "deleting" }) },
+  }), { step: `mark ${name} for deletion` });
+  const again = readStamps((await s.incus.getInstance(name)).value.config);
+  if (again[MCP_STAMP.session] !== st[MCP_STAMP.session] || again[MCP_STAMP.kept]) {
+    await s.incus.updateInstance(name, (i) => ({
+      ...i,
+      config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "" }) },
+    }), { step: `unmark ${name}` });
+    return false;
+  }
+  await destroyIsxInstance(s.incus, name);
+  return true;
 }

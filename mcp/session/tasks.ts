@@ -103,6 +103,14 @@ export function engineTasks(engine: TaskEngine): TaskService {
           prompt: l.prompt,
           files: l.files,
           ...(l.key ? { key: l.key } : {}),
+        }).catch((e) => {
+          // the guest's own check: another session's agent runs there (one per instance)
+          const busy = hasCode(e, "operation_failed") && e.data?.agent_busy;
+          if (!busy) throw e;
+          throw new RefusalError(
+            "wrong_state",
+            `instance "${l.instance}" already has a running agent task ${busy}; wait for it, or use template for parallel work`,
+          );
         });
         const t: TaskEntry = o.existing ?? {
           id,

@@ -1,14 +1,17 @@
 /**
  * Which templates agents may use and what `list_templates` says of them: approved in the
  * mcp settings, defined only by trusted layers (never a project-local `.isx/`), built or
- * not, stale when the built stamps no longer match the definition, and the delegate
- * descriptors of seed 000 for the agents the template's chain installs.
+ * not, stale when the built stamps no longer match the definition, the delegate
+ * descriptors of seed 000 for the agents the template's chain installs, and the summary
+ * agent that answers `ask` there (the template's `summary_agent`, else the default delegate
+ * agent).
  *
  * @module
  */
 
 import { readStamps, STAMP } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
+import type { TemplateDef } from "../templates/defs.ts";
 import { resolveChain } from "../templates/resolve.ts";
 import { RefusalError } from "../errors.ts";
 import type { McpConfig } from "./config.ts";
@@ -35,6 +38,40 @@ export interface TemplateFacts {
   workdir?: string;
   /** Descriptors per installed agent. */
   delegate_agents: Record<string, unknown>[];
+  /** Who answers `ask`, when the template has a usable summary agent. */
+  summary_agent?: { agent: (typeof AGENTS)[number]; model?: string };
+  /** Why it has none (for the refusal and list_templates' note). */
+  summary_problem?: string;
+}
+
+/** The model the summary agent gets when the template names none: Claude's cheap alias. */
+export const SUMMARY_MODEL_DEFAULT: Partial<Record<(typeof AGENTS)[number], string>> = {
+  claude: "haiku",
+};
+
+/**
+ * The summary agent of a chain: the nearest layer's `summary_agent` when that agent is
+ * installed, else (none named) the default delegate agent; with the model it names, else
+ * {@link SUMMARY_MODEL_DEFAULT}'s. Pure.
+ */
+export function summaryAgentOf(
+  named: TemplateDef["summary_agent"],
+  installed: readonly string[],
+): Pick<TemplateFacts, "summary_agent" | "summary_problem"> {
+  const want = typeof named === "string" ? { agent: named } : named;
+  const agent = want?.agent ?? AGENTS.find((a) => installed.includes(a));
+  if (!agent) {
+    return { summary_problem: "it installs none of claude, codex, pi, opencode" };
+  }
+  if (!installed.includes(agent)) {
+    return {
+      summary_problem: `its summary_agent ${agent} is not installed (installed: ${
+        installed.join(", ") || "none"
+      })`,
+    };
+  }
+  const model = want?.model ?? SUMMARY_MODEL_DEFAULT[agent];
+  return { summary_agent: { agent, ...(model ? { model } : {}) } };
 }
 
 /** The approved, trusted template `name`, or a refusal saying why not. */
@@ -86,13 +123,18 @@ export function approvedTemplate(cfg: McpConfig, defs: Definitions, name: string
     });
   }
   let workdir: string | undefined;
-  for (const l of chain) workdir = l.template.def.repos?.[0]?.path ?? workdir;
+  let named: TemplateDef["summary_agent"];
+  for (const l of chain) {
+    workdir = l.template.def.repos?.[0]?.path ?? workdir;
+    named = l.template.def.summary_agent ?? named;
+  }
   return {
     template: name,
     ...(def.def.description ? { description: def.def.description } : {}),
     tools: leaf.allTools,
     ...(workdir ? { workdir } : {}),
     delegate_agents: agents,
+    ...summaryAgentOf(named, agents.map((a) => String(a.agent))),
   };
 }
 

@@ -176,6 +176,14 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
     if (r.code === 17) {
       throw new IsbError("already_exists", `task ${o.taskId} already exists in "${instance}"`);
     }
+    const busy = r.code === 16 ? /agent task ([a-z0-9-]{1,64}) is running/.exec(r.stderr) : null;
+    if (busy) {
+      throw new IsbError(
+        "operation_failed",
+        `launch task ${o.taskId} in "${instance}": agent task ${busy[1]} is running there`,
+        { data: { agent_busy: busy[1] } },
+      );
+    }
     if (r.code !== 0) throw scriptFailed(step, instance, r);
     return { task_id: o.taskId, run: o.run };
   };

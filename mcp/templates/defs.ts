@@ -84,6 +84,14 @@ export interface TemplateDef {
   network?: "full" | "proxy-only" | "airgap" | undefined;
   /** Default resource limits of instances. */
   limits?: TemplateLimits | undefined;
+  /** Who answers `ask` in its instances: an installed agent, optionally with its model. */
+  summary_agent?:
+    | "claude"
+    | "codex"
+    | "pi"
+    | "opencode"
+    | { agent: "claude" | "codex" | "pi" | "opencode"; model?: string | undefined }
+    | undefined;
   /** The proxy account per namespace its instances use unless pinned (`claude: work`). */
   accounts?:
     | Partial<Record<"claude" | "anthropic" | "openai" | "codex" | "github", string>>

@@ -192,7 +192,7 @@ function canonical(v: unknown): unknown {
 
 /**
  * The hash of what a template's build puts on disk: its own fields (not `description`,
- * `network` or `limits`, which a build does not use), its tools with their parameters (not
+ * `network`, `limits` or `summary_agent`, which a build does not use), its tools with their parameters (not
  * their `configuration` and `proxy`: only the proxy reads those, and they hold secrets), the
  * bytes of every file, and its parent's hash (so editing a parent changes every child).
  */
@@ -201,7 +201,7 @@ export function definitionHash(
   tools: ToolUse[],
   parentHash: string,
 ): string {
-  const { description: _d, network: _n, limits: _l, files: _f, ...own } = t.def;
+  const { description: _d, network: _n, limits: _l, summary_agent: _s, files: _f, ...own } = t.def;
   const toolPart = tools.map(({ tool, params }) => {
     const { description: _td, files: _tf, configuration: _tc, proxy: _tp, ...rest } = tool.def;
     return {

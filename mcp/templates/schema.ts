@@ -90,6 +90,13 @@ const LimitsSchema = z.strictObject({
 /** Namespaces a template's `accounts:` may name (the proxy's, see docs/proxy.md). */
 export const ACCOUNT_NAMESPACES = ["claude", "anthropic", "openai", "codex", "github"] as const;
 
+/** The agents `summary_agent` may name (those isx delegates to). */
+const SummaryAgentName = z.enum(["claude", "codex", "pi", "opencode"]);
+/** A model for the summary agent: the agents' model pattern. */
+const SummaryModel = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,119}$/, {
+  error: "a model id like claude-haiku-4-5 (or provider/model for opencode)",
+});
+
 /** A template definition file. */
 const TemplateSchema = z.strictObject({
   name: name.optional(),
@@ -108,6 +115,11 @@ const TemplateSchema = z.strictObject({
   agent_note: z.string().optional(),
   network: z.enum(["full", "proxy-only", "airgap"]).optional(),
   limits: LimitsSchema.optional(),
+  summary_agent: z.union([
+    SummaryAgentName,
+    z.strictObject({ agent: SummaryAgentName, model: SummaryModel.optional() }),
+  ], { error: "an agent name (claude, codex, pi, opencode), or a mapping with agent and model" })
+    .optional(),
   accounts: z.partialRecord(
     z.enum(ACCOUNT_NAMESPACES),
     z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {

@@ -5,6 +5,8 @@
  * `background: true` it starts a command task and answers at once; an idempotency key makes
  * a repeat return the same task (`replayed: true`). `command`, `env`, `cwd` and `stdin`
  * travel to the guest as data (argv, environment, stdin), never spliced into a shell line.
+ * With `ask` (foreground only), the template's summary agent answers the question about the
+ * output instead of returning the tails (`answer`; see _ask.ts).
  *
  * @module
  */
@@ -14,6 +16,8 @@ import { RefusalError } from "../errors.ts";
 import type { Session } from "../session/mod.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { IdempotencyKey, InstanceName, TaskId, tool } from "./def.ts";
+import { commandData } from "../delegate/ask_prompt.ts";
+import { Answer, prepareAsk } from "./_ask.ts";
 
 /** Output tail bounds (§2). */
 export const OUTPUT = { default: 32 * 1024, min: 256, max: 256 * 1024 } as const;
@@ -48,7 +52,7 @@ const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const exec = tool({
   name: "exec",
   description:
-    "Run a shell command (bash -c, as agentuser, sudo works) in an instance you hold. Foreground by default, with output tails; background: true starts a task and answers at once (follow it with wait_any, task_status, task_result).",
+    "Run a shell command (bash -c, as agentuser, sudo works) in an instance you hold. Foreground by default, with output tails; background: true starts a task and answers at once (follow it with wait_any, task_status, task_result). ask (foreground): a question the template's summary agent answers about the output, returned as answer instead of the tails.",
   input: z.strictObject({
     instance: InstanceName,
     command: z.string().min(1),
@@ -76,6 +80,7 @@ const exec = tool({
     instance: z.string().optional(),
     kind: z.literal("command").optional(),
     replayed: z.boolean().optional(),
+    answer: Answer.optional(),
   }),
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",
@@ -88,10 +93,10 @@ const exec = tool({
         );
       }
     }
-    if (args.ask !== undefined) {
+    if (args.ask !== undefined && args.background) {
       throw new RefusalError(
         "invalid_argument",
-        "exec: ask (a summary by an agent) is not available in this release; read the output tails",
+        "exec: ask does not apply with background: true; ask with task_result once the task ends",
       );
     }
     if (args.idempotency_key !== undefined && !args.background) {
@@ -107,6 +112,10 @@ const exec = tool({
       );
     }
     const { workdir } = await requireRunning(s, args.instance);
+    // checked before the command runs: a refused ask runs nothing
+    const ask = args.ask !== undefined
+      ? prepareAsk(s, { tool: "exec", instance: args.instance, question: args.ask })
+      : undefined;
     const cwd = args.cwd === undefined
       ? workdir
       : args.cwd.startsWith("/")
@@ -165,7 +174,8 @@ const exec = tool({
         if (key) s.keysInFlight.delete(key);
       }
     }
-    const bytes = Math.min(
+    // with ask, the agent reads as much as the tails hold (it keeps the last 400 KiB)
+    const bytes = ask ? OUTPUT.max : Math.min(
       OUTPUT.max,
       Math.max(OUTPUT.min, args.max_output_bytes ?? OUTPUT.default),
     );
@@ -179,6 +189,23 @@ const exec = tool({
       signal,
       onLine: (line) => progress(line.slice(0, 200)),
     });
+    if (ask && !r.cancelled) {
+      const answer = await ask.answer(commandData(r), signal);
+      const {
+        stdout: _o,
+        stderr: _e,
+        stdout_bytes: _ob,
+        stderr_bytes: _eb,
+        truncated: _t,
+        ...rest
+      } = r;
+      return {
+        structured: { background: false, ...rest, answer },
+        text:
+          `${answer.text}\n\n(exit ${r.exit_code}; asked ${ask.who.agent} about ${answer.summarised})`,
+        audit: `exit=${r.exit_code} ask=${ask.who.agent}`,
+      };
+    }
     return { structured: { background: false, ...r }, audit: `exit=${r.exit_code}` };
   },
 });

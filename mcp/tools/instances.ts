@@ -41,6 +41,7 @@ const listTemplates = tool({
       delegate_agents: z.array(Agent),
       default_delegate_agent: z.string().optional(),
       supports_ask: z.boolean(),
+      summary_agent: z.string().optional(),
     })),
     max_instances: z.number().int(),
     max_concurrent_tasks: z.number().int(),
@@ -52,6 +53,7 @@ const listTemplates = tool({
     const defs = s.deps.definitions();
     const templates = [];
     const skipped: string[] = [];
+    const noAsk: string[] = [];
     for (const name of cfg.templates) {
       let facts;
       try {
@@ -76,8 +78,12 @@ const listTemplates = tool({
         ...(facts.delegate_agents[0]
           ? { default_delegate_agent: String(facts.delegate_agents[0].agent) }
           : {}),
-        supports_ask: false,
+        supports_ask: facts.summary_agent !== undefined,
+        ...(facts.summary_agent ? { summary_agent: facts.summary_agent.agent } : {}),
       });
+      if (!facts.summary_agent && facts.delegate_agents.length) {
+        noAsk.push(`${name} (${facts.summary_problem})`);
+      }
     }
     const structured = {
       templates,
@@ -92,6 +98,7 @@ const listTemplates = tool({
       );
     }
     if (skipped.length) notes.push(`Not usable: ${skipped.join("; ")}`);
+    if (noAsk.length) notes.push(`No summary agent for ask: ${noAsk.join("; ")}`);
     if (templates.some((t) => !t.built)) {
       notes.push(
         "A template that is not built must be built by the user first: isx build <template>.",

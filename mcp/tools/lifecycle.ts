@@ -12,7 +12,8 @@ import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
-import { preflight, takeOver } from "../session/create.ts";
+import { preflight } from "../session/create.ts";
+import { takeOver } from "../session/take_over.ts";
 import { MCP_STAMP } from "../session/holding.ts";
 import type { Session } from "../session/mod.ts";
 import { approvedTemplate } from "../session/templates.ts";
@@ -84,7 +85,7 @@ const adopt = tool({
     warning: z.string().optional(),
   }),
   hints: { readOnly: false, destructive: false, idempotent: true },
-  async run(args, { session: s }) {
+  async run(args, { session: s, signal }) {
     const inst = await s.incus.getInstance(args.instance).then((r) => r.value, (e) => {
       if (isNotFound(e)) {
         throw new RefusalError("not_found", `instance "${args.instance}" does not exist`);
@@ -146,8 +147,12 @@ const adopt = tool({
       );
     }
     approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
-    await takeOver(s, inst);
-    if (inst.status === "Stopped" && st[MCP_STAMP.dormant]) await wakeDormant(s, args.instance, st);
+    // as it is now: a sweep that was under way may have stopped it as dormant
+    const now = await takeOver(s, inst, signal);
+    const nst = readStamps(now.config);
+    if (now.status === "Stopped" && nst[MCP_STAMP.dormant]) {
+      await wakeDormant(s, args.instance, nst);
+    }
     const t = await adoptTasks(s, args.instance);
     return {
       structured: out(t.ids, t.warning),

@@ -11,14 +11,11 @@ import { z } from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
 import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
-import {
-  AgentResult,
-  agentResult,
-  agentStatus,
-  AgentStatusFields,
-  delegateTools,
-} from "./delegate.ts";
+import { AgentResult, agentResult, agentStatus, AgentStatusFields } from "./agent_result.ts";
+import { delegateTools } from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
+import { commandData } from "../delegate/ask_prompt.ts";
+import { Answer, prepareAsk } from "./_ask.ts";
 
 /** The longest wait (§2). */
 export const MAX_WAIT_SECONDS = 300;
@@ -138,7 +135,7 @@ const waitAny = tool({
 const result = tool({
   name: "task_result",
   description:
-    "The outcome of a finished task: for an agent, its report (first max_bytes), outcome, turns, tokens and cost where the agent reports them (events: true adds its last activities); for a command, the tails of stdout and stderr (max_bytes each).",
+    "The outcome of a finished task: for an agent, its report (first max_bytes), outcome, turns, tokens and cost where the agent reports them (events: true adds its last activities); for a command, the tails of stdout and stderr (max_bytes each). ask: a question the template's summary agent answers about the report or output, returned as answer instead of it.",
   input: z.strictObject({
     task_id: TaskId,
     max_bytes: z.number().int().optional(),
@@ -151,22 +148,43 @@ const result = tool({
     instance: z.string(),
     kind: TaskKind,
     state: TaskState,
-    truncated: z.boolean(),
+    truncated: z.boolean().optional(), // absent only with ask
     stdout: z.string().optional(),
     stderr: z.string().optional(),
     stdout_bytes: z.number().int().optional(),
     stderr_bytes: z.number().int().optional(),
+    answer: Answer.optional(),
   }),
   hints: { readOnly: true, idempotent: true },
-  async run(args, { session: s }) {
-    if (args.ask !== undefined) {
-      throw new RefusalError(
-        "invalid_argument",
-        "task_result: ask is not available in this release; read the tails",
-      );
-    }
+  async run(args, { session: s, signal }) {
     const t = known(s, args.task_id);
     await requireRunning(s, t.instance);
+    if (args.ask !== undefined) {
+      const ask = prepareAsk(s, { tool: "task_result", instance: t.instance, question: args.ask });
+      // the agent's report, or both streams of the command, as the tails hold them
+      const r = t.kind === "agent"
+        ? await agentResult(s, t, {
+          maxBytes: 256 * 1024,
+          ...(args.events ? { events: true } : {}),
+        })
+        : await taskService(s).result(s, t, 256 * 1024);
+      const { report, truncated: _t, stdout, stderr, ...rest } = r;
+      const data = t.kind === "agent" ? String(report) : commandData({
+        exit_code: r.exit_code as number | undefined,
+        stdout: String(stdout),
+        stderr: String(stderr),
+        stdout_bytes: Number(r.stdout_bytes),
+        stderr_bytes: Number(r.stderr_bytes),
+      });
+      const answer = await ask.answer(data, signal);
+      return {
+        structured: { ...rest, answer },
+        text: `${answer.text}\n\n(${t.kind} task ${t.id}, exit ${
+          r.exit_code ?? "-"
+        }; asked ${ask.who.agent} about ${answer.summarised})`,
+        audit: `ask=${ask.who.agent}`,
+      };
+    }
     if (t.kind === "agent") {
       const r = await agentResult(s, t, {
         ...(args.max_bytes !== undefined ? { maxBytes: args.max_bytes } : {}),

@@ -19,6 +19,13 @@
  * });
  * ```
  *
+ * The engine is composed here from one folder per concern, each with a `mod.ts` that maps it:
+ * `spec/` (parsing the spec format), `resolve/` (spec + host facts → desired state, pure),
+ * `plan/` (desired vs actual → actions, and applying them), `egress/` (the egress bridge,
+ * ACL and CA), `exec/` (running commands), `lifecycle/` (the locked operations: create,
+ * ensure, start, stop, readiness), `instances/` (instances and volumes in Incus) and
+ * `compose/` (compose files and `compose.*`).
+ *
  * Every method takes its typed params and `{project?, progress?}`: `project` scopes the call
  * to an Incus project (`""`/`default` = default), `progress(line)` receives the human lines
  * of §9.2 (the `progress` events). Results are exactly the protocol's (§6).
@@ -27,61 +34,64 @@
  */
 
 import type { IncusClient } from "../incus/mod.ts";
+import type { Engine, EngineOptions } from "./_engine_types.ts";
 import {
   composeDown,
+  type ComposeFs,
   composeLoad,
   type ComposeParams,
   composePlan,
   composeUp,
-} from "./compose_ops.ts";
-import { type ComposeFs, DENO_FS } from "./compose_fs.ts";
-import { protectFs } from "./protected.ts";
-import { cachedServerInfo, poolFacts } from "./host_facts.ts";
-import {
-  forceDelete,
-  listSandboxes,
-  mustFindInstance,
-  type SandboxInfo,
-  sandboxInfo,
-} from "./instance.ts";
-import type { Engine, EngineOptions } from "./engine_types.ts";
-import { LOCK_WAIT_MS, SYSTEM_CLOCK } from "./lock.ts";
-import { desiredToJson } from "./resolve.ts";
-import {
-  type CallOptions,
-  clientFor,
-  createSandbox,
-  ensureSandbox,
-  planDesired,
-  removeSandbox,
-  resolveSpec,
-  type Runtime,
-  type SpecParams,
-} from "./sandbox_ops.ts";
-import {
-  addPort,
-  removeDevice,
-  startSandbox,
-  stopSandbox,
-  waitSandboxReady,
-} from "./lifecycle_ops.ts";
+  DENO_FS,
+  protectFs,
+} from "./compose/mod.ts";
+import { cachedServerInfo, desiredToJson, poolFacts } from "./resolve/mod.ts";
 import {
   ensureVolume,
+  forceDelete,
   getVolume,
   listAllVolumes,
+  listSandboxes,
+  mustFindInstance,
   pickPool,
   prune,
   type PruneItem,
   removeVolume,
+  type SandboxInfo,
+  sandboxInfo,
   type VolumeInfo,
-} from "./volume.ts";
+} from "./instances/mod.ts";
+import {
+  addPort,
+  type CallOptions,
+  clientFor,
+  createSandbox,
+  ensureSandbox,
+  LOCK_WAIT_MS,
+  planDesired,
+  removeDevice,
+  removeSandbox,
+  resolveSpec,
+  type Runtime,
+  type SpecParams,
+  startSandbox,
+  stopSandbox,
+  SYSTEM_CLOCK,
+  waitSandboxReady,
+} from "./lifecycle/mod.ts";
 
 export type { CallOptions, ComposeFs, ComposeParams, SpecParams };
 export type { SandboxInfo };
 export type { PruneItem, VolumeInfo };
-export type { Action, ApplyReport, Props, SandboxPlan } from "./plan.ts";
+export type { Action, ApplyReport, Props, SandboxPlan } from "./plan/mod.ts";
 export type { IncusClient };
-export type { ExecDefaults, NamedVolumeSpec, PortSpec, ReadyCheck, SandboxSpec } from "./spec.ts";
+export type {
+  ExecDefaults,
+  NamedVolumeSpec,
+  PortSpec,
+  ReadyCheck,
+  SandboxSpec,
+} from "./spec/mod.ts";
 export type {
   Dependency,
   DeploySpec,
@@ -95,10 +105,10 @@ export type {
   MountSpec,
   SecretRef,
   UpdateConfigSpec,
-} from "./spec.ts";
-export { type Clock, SYSTEM_CLOCK } from "./lock.ts";
+} from "./spec/mod.ts";
+export { type Clock, SYSTEM_CLOCK } from "./lifecycle/mod.ts";
 
-export type * from "./engine_types.ts";
+export type * from "./_engine_types.ts";
 
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {

@@ -11,7 +11,7 @@
 
 import type { z } from "zod";
 import { IsbError } from "../errors.ts";
-import type { ExecRegistry } from "../sandbox/exec_registry.ts";
+import type { ExecRegistry } from "../sandbox/exec/registry.ts";
 
 /** The events a request may send before its reply. */
 export type EventName = "progress" | "stdout" | "stderr";

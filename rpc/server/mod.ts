@@ -31,12 +31,12 @@
 import { IsbError } from "../errors.ts";
 import { encodeLine, lines } from "../jsonl.ts";
 import { log } from "../log.ts";
-import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec_registry.ts";
+import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec/registry.ts";
 import { PROTOCOL, VERSION } from "../version.ts";
 import { type CallContext, type EventName, type Handler, toWire } from "./dispatch.ts";
 
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
-export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec_registry.ts";
+export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec/registry.ts";
 
 /**
  * The method table (`methods/mod.ts`), imported on first use: it builds every params schema,

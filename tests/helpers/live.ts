@@ -6,11 +6,57 @@
  * @module
  */
 
-import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import {
+  createIncusClient,
+  type IncusClient,
+  type IncusClientOptions,
+  isNotFound,
+  resolveRemote,
+} from "../../rpc/mod.ts";
 import { ciRequiresIncus, liveGate } from "./live_gate.ts";
 
 /** The socket live tests use. */
 export const LIVE_SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
+
+/**
+ * The Incus remote the live rpc tests run over instead of the socket, when
+ * `ISX_TEST_INCUS_REMOTE` names one of the incus client config (`INCUS_CONF`): scripts/test.sh
+ * runs the rpc live suite a second time so, against this host's incusd over HTTPS on loopback
+ * with a trusted client certificate. The programs the tests spawn get `--remote NAME` and a
+ * socket that leads nowhere, so nothing can fall back to the socket unnoticed.
+ */
+export const LIVE_REMOTE: string | undefined = Deno.env.get("ISX_TEST_INCUS_REMOTE") || undefined;
+
+const NOWHERE = "/nonexistent/isx-test/unix.socket";
+
+/** The client options of the live incusd: the socket, or {@link LIVE_REMOTE} over HTTPS. */
+export function liveIncusOptions(): IncusClientOptions {
+  if (!LIVE_REMOTE) return { socket: LIVE_SOCKET };
+  const confDir = Deno.env.get("INCUS_CONF") || `${Deno.env.get("HOME") ?? "/root"}/.config/incus`;
+  const read = (path: string) => {
+    try {
+      return Deno.readTextFileSync(path);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return undefined;
+      throw e;
+    }
+  };
+  const ep = resolveRemote(LIVE_REMOTE, { confDir, socket: NOWHERE, read });
+  if (!("url" in ep)) {
+    throw new Error(`ISX_TEST_INCUS_REMOTE=${LIVE_REMOTE} is not an HTTPS remote`);
+  }
+  return { url: ep.url, tls: ep.tls };
+}
+
+/** A client of the live incusd (see {@link liveIncusOptions}). */
+export function liveIncus(extra: Partial<IncusClientOptions> = {}): IncusClient {
+  return createIncusClient({ ...liveIncusOptions(), ...extra });
+}
+
+/** The global flags a spawned `isb`/`isx` gets to reach the live incusd. */
+export const LIVE_ARGS: readonly string[] = LIVE_REMOTE
+  ? ["--socket", NOWHERE, "--remote", LIVE_REMOTE]
+  : ["--socket", LIVE_SOCKET];
 
 /** The image live tests launch (built by scripts/host-setup.sh). */
 export const LIVE_IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";

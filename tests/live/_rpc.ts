@@ -1,19 +1,19 @@
 /**
  * Shared by the live rpc tests of sandboxes, compose and egress: a real engine on the real
- * Incus socket, with its lock and state directories in a temp dir, and `call(method,
+ * Incus (the socket, or the remote of ISX_TEST_INCUS_REMOTE: helpers/live.ts), with its lock and state directories in a temp dir, and `call(method,
  * params)`, which runs a method's handler in-process exactly as the server would (params
  * parsed strictly, errors through `toWire`) and collects its events.
  *
  * @module
  */
 
-import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
+import type { IncusClient } from "../../rpc/mod.ts";
 import { createEngine, type Engine } from "../../rpc/sandbox/mod.ts";
 import { type CallContext, toWire, type WireError } from "../../rpc/server/dispatch.ts";
 import { composeMethods } from "../../rpc/server/methods/compose.ts";
 import { sandboxMethods } from "../../rpc/server/methods/sandbox.ts";
 import { volumeMethods } from "../../rpc/server/methods/volume.ts";
-import { LIVE_SOCKET } from "../helpers/live.ts";
+import { liveIncus } from "../helpers/live.ts";
 
 /** The handlers this area owns. */
 export const METHODS = { ...sandboxMethods, ...volumeMethods, ...composeMethods };
@@ -40,7 +40,7 @@ export async function liveRig(
   opts: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<LiveRig> {
   const dir = await Deno.makeTempDir({ prefix: "isb-live-" });
-  const incus = createIncusClient({ socket: LIVE_SOCKET });
+  const incus = liveIncus();
   const engine = createEngine({
     incus,
     cwd: opts.cwd ?? dir,

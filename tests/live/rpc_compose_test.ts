@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_ARGS, LIVE_IMAGE, NO_INCUS, testName } from "../helpers/live.ts";
 import { cleanup, liveRig, progressOf } from "./_rpc.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
@@ -179,7 +179,7 @@ Deno.test({
         `${dir}/isb.yaml`,
         `services:\n  web: {image: "\${IMG:-${LIVE_IMAGE}}", cpus: 2}\n`,
       );
-      await using p = spawnProgram(["rpc"], { cwd: dir });
+      await using p = spawnProgram([...LIVE_ARGS, "rpc"], { cwd: dir });
       const hello = await p.readJson();
       assert.equal(hello.protocol, 1);
       const missing = testName("rpcproc");

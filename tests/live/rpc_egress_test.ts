@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { hasCode } from "../../rpc/errors.ts";
 import { setLogSink } from "../../rpc/log.ts";
-import { egressAclName, egressNetworkName } from "../../rpc/sandbox/egress_names.ts";
+import { egressAclName, egressNetworkName } from "../../rpc/sandbox/egress/names.ts";
 import { LIVE_IMAGE, NO_INCUS, testName } from "../helpers/live.ts";
 import { cleanup, type LiveRig, liveRig } from "./_rpc.ts";
 

@@ -7,8 +7,14 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient } from "../../rpc/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_ARGS,
+  LIVE_IMAGE,
+  liveIncus,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { b64, type Reply, RpcClient, streamText, unb64 } from "../helpers/rpc_client.ts";
 
 const text = (s: unknown) => new TextDecoder().decode(unb64(String(s)));
@@ -41,7 +47,7 @@ Deno.test({
   ignore: NO_INCUS,
   async fn(t) {
     const name = testName("rpcexec");
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = liveIncus();
     try {
       await incus.createInstance({
         name,
@@ -49,7 +55,7 @@ Deno.test({
         source: { type: "image", alias: LIVE_IMAGE },
         start: true,
       }, { step: `create instance ${name}` });
-      await using rpc = await RpcClient.start(["--socket", LIVE_SOCKET]);
+      await using rpc = await RpcClient.start([...LIVE_ARGS]);
       const exec = (params: Record<string, unknown>) =>
         rpc.call("sandbox.exec", { name, ...params });
 
@@ -209,7 +215,7 @@ Deno.test({
         "closing the server's stdin lets a running exec finish, then exit 0",
         async () => {
           const flag = `/tmp/go-${crypto.randomUUID()}`;
-          const other = await RpcClient.start(["--socket", LIVE_SOCKET]);
+          const other = await RpcClient.start([...LIVE_ARGS]);
           try {
             const s = streaming(other, {
               name,

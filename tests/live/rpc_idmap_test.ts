@@ -8,8 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient } from "../../rpc/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { LIVE_ARGS, liveIncus, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
 import { RpcClient, unb64 } from "../helpers/rpc_client.ts";
 
 const IMAGE = Deno.env.get("ISX_TEST_DEV_IMAGE") || "dev-base";
@@ -28,7 +27,7 @@ Deno.test({
     for (const f of ["/etc/subuid", "/etc/subgid"]) {
       assert.ok(await delegated(f), `${f} lacks root:1000:1: run scripts/host-setup.sh`);
     }
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = liveIncus();
     const dir = await Deno.makeTempDir({ prefix: "isb-idmap-" });
     const mapped = testName("su-idmap");
     const unmapped = testName("su-noidmap");
@@ -36,7 +35,7 @@ Deno.test({
       await Deno.chmod(dir, 0o755);
       await Deno.mkdir(`${dir}/shared`, { mode: 0o755 });
       await Deno.chown(`${dir}/shared`, 1000, 1000);
-      await using rpc = await RpcClient.start(["--socket", LIVE_SOCKET], {
+      await using rpc = await RpcClient.start([...LIVE_ARGS], {
         cwd: dir,
         env: { DENO_DIR },
       });

@@ -6,8 +6,15 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient, isNotFound } from "../../rpc/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { isNotFound } from "../../rpc/mod.ts";
+import {
+  LIVE_ARGS,
+  LIVE_IMAGE,
+  liveIncus,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { RpcClient } from "../helpers/rpc_client.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
@@ -16,7 +23,7 @@ Deno.test({
   name: "isb rpc from $HOME will not mount or copy the user's keys into a real sandbox",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = liveIncus();
     const home = await Deno.makeTempDir({ prefix: "isb-home-" });
     const name = testName("hard-prot");
     try {
@@ -26,7 +33,7 @@ Deno.test({
       await Deno.writeTextFile(`${home}/.config/isx/credentials.yaml`, "anthropic: {}\n");
       await Deno.symlink(`${home}/.ssh`, `${home}/keys`);
       await Deno.symlink(`${home}/.config/isx/credentials.yaml`, `${home}/token.txt`);
-      await using rpc = await RpcClient.start(["--socket", LIVE_SOCKET], {
+      await using rpc = await RpcClient.start([...LIVE_ARGS], {
         cwd: home,
         env: { HOME: home, XDG_CONFIG_HOME: "", XDG_STATE_HOME: "", DENO_DIR },
       });

@@ -12,12 +12,12 @@
 
 import { invalid } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
-import { ociCommandLine } from "../resolve_config.ts";
-import { isOci, parseImage } from "../resolve_image.ts";
-import type { ComposeFile, SandboxSpec, SecretDef } from "../spec.ts";
-import { validateSecretName } from "../spec_egress.ts";
-import { secretFileMode } from "../spec_service.ts";
-import { checkUnitValues } from "../unit_values.ts";
+import { ociCommandLine } from "../resolve/config.ts";
+import { isOci, parseImage } from "../resolve/image.ts";
+import type { ComposeFile, SandboxSpec, SecretDef } from "../spec/spec.ts";
+import { validateSecretName } from "../spec/egress.ts";
+import { secretFileMode } from "../spec/service.ts";
+import { checkUnitValues } from "./unit_values.ts";
 import { sanitizeName, serviceSandboxName, volumeIncusName } from "./names.ts";
 
 /** Checks that a secret definition has exactly one source; a message when it does not. */

@@ -1,7 +1,7 @@
 /**
  * `sandbox.exec` and its control calls `exec.write|close_stdin|signal|resize`
  * (shared/spec/isb-rpc.md §5.4, §5.5, §11): params on the wire (base64 bytes, duration
- * strings, the stdin modes) become an {@link ExecRequest} for `rpc/sandbox/exec.ts`, and its
+ * strings, the stdin modes) become an {@link ExecRequest} for `rpc/sandbox/exec/exec.ts`, and its
  * output becomes `stdout`/`stderr` events or a buffered base64 result.
  *
  * The control calls carry no `project` (the spec's structs have none, so sending one is
@@ -15,9 +15,9 @@ import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { IsbError } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
-import { type ExecClient, type ExecStdin, runExec } from "../../sandbox/exec.ts";
-import { type ControlOp, execKey, ExecRegistry } from "../../sandbox/exec_registry.ts";
-import { ExecDefaultsSchema } from "../../sandbox/spec.ts";
+import { type ExecClient, type ExecStdin, runExec } from "../../sandbox/exec/exec.ts";
+import { type ControlOp, execKey, ExecRegistry } from "../../sandbox/exec/registry.ts";
+import { ExecDefaultsSchema } from "../../sandbox/spec/spec.ts";
 import { type CallContext, type Handler, method } from "../dispatch.ts";
 
 /** What the exec methods need from the engine. */

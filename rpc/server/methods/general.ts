@@ -5,7 +5,7 @@
  * @module
  */
 
-import { specJsonSchema } from "../../sandbox/spec.ts";
+import { specJsonSchema } from "../../sandbox/spec/spec.ts";
 import { PROTOCOL, VERSION } from "../../version.ts";
 import type { Handler } from "../dispatch.ts";
 

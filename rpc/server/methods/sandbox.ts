@@ -19,7 +19,7 @@ import {
   PortSchema,
   ReadyCheckSchema,
   SandboxSpecSchema,
-} from "../../sandbox/spec.ts";
+} from "../../sandbox/spec/spec.ts";
 import { type CallContext, type Handler, method } from "../dispatch.ts";
 
 /** A duration param: a string (`"90s"`, `"1500ms"`, `"30"`) or, as an extension, seconds. */

@@ -8,7 +8,7 @@
 
 import { z } from "zod";
 import type { Engine } from "../../sandbox/mod.ts";
-import { StringMap } from "../../sandbox/spec_scalars.ts";
+import { StringMap } from "../../sandbox/spec/scalars.ts";
 import { type Handler, method } from "../dispatch.ts";
 import { callOptions } from "./sandbox.ts";
 

@@ -1,0 +1,101 @@
+/**
+ * The orphan sweep's schedule (shared/spec/isx-mcp.md §4.4): once when the session starts,
+ * then again {@link SWEEP_INTERVAL_MS} after each sweep ends, for as long as the server runs.
+ * A server that lives for days would otherwise never reap an orphan whose grace ends while it
+ * runs, nor take a dormancy CPU sample an hour after the last. The next sweep is scheduled
+ * only when the last one ended, so two never overlap. A sweep's steps that set a `pending-op`
+ * mark (a guarded delete, a dormancy stop) run through the sweeper's guard: `stop` waits for
+ * those in flight, so none is cut between setting its mark and removing it, and refuses new
+ * ones; the rest of a sweep (listing, probing) is abandoned, so a stalled incusd never holds
+ * up a server that is ending. A quiet host pays one instance list per interval; the probes
+ * only touch orphans past their grace.
+ *
+ * @module
+ */
+
+import type { MarkGuard } from "./sweep.ts";
+
+/**
+ * Ten minutes: grace periods are hours and dormancy samples are an hour apart, so a sweep is
+ * at most a few minutes late for either, and an idle server costs one list per 10 minutes.
+ */
+export const SWEEP_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * How long a server that is ending waits for a marked step in flight (a dormancy stop waits
+ * up to 30 s for its instance).
+ */
+export const SWEEP_STOP_WAIT_MS = 40_000;
+
+/** Runs a sweep now and then periodically, never two at once. */
+export class Sweeper {
+  #run: (guard: MarkGuard) => Promise<unknown>;
+  #intervalMs: number;
+  #unref: boolean;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #inFlight: Promise<void> | undefined;
+  #marked = new Set<Promise<unknown>>();
+  #stopped = false;
+  #count = 0;
+
+  /**
+   * A schedule for `run` (which should not throw; a throw is swallowed). The timer does not
+   * keep the process alive unless `o.unref` is false (tests that await the next sweep).
+   */
+  constructor(
+    run: (guard: MarkGuard) => Promise<unknown>,
+    o: { intervalMs?: number; unref?: boolean } = {},
+  ) {
+    this.#run = run;
+    this.#intervalMs = o.intervalMs ?? SWEEP_INTERVAL_MS;
+    this.#unref = o.unref ?? true;
+  }
+
+  /** How many sweeps have started. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Starts the first sweep now (once; later calls do nothing). */
+  start(): void {
+    if (this.#stopped || this.#count > 0 || this.#inFlight) return;
+    this.#sweep();
+  }
+
+  #guard: MarkGuard = (step) => {
+    if (this.#stopped) return Promise.reject(new Error("the session is ending"));
+    const p = step();
+    this.#marked.add(p);
+    p.then(() => this.#marked.delete(p), () => this.#marked.delete(p));
+    return p;
+  };
+
+  #sweep(): void {
+    this.#timer = undefined;
+    if (this.#stopped) return;
+    this.#count++;
+    this.#inFlight = this.#run(this.#guard).then(() => {}, () => {}).finally(() => {
+      this.#inFlight = undefined;
+      if (this.#stopped) return;
+      this.#timer = setTimeout(() => this.#sweep(), this.#intervalMs);
+      // the schedule never keeps the server alive on its own
+      if (this.#unref) Deno.unrefTimer(this.#timer);
+    });
+  }
+
+  /**
+   * No further sweeps nor marked steps; resolves when the marked steps in flight (if any)
+   * have ended, or after `waitMs`.
+   */
+  async stop(waitMs = Infinity): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#marked.size === 0) return;
+    const steps = Promise.allSettled([...this.#marked]).then(() => {});
+    if (waitMs === Infinity) return await steps;
+    let t: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([steps, new Promise<void>((r) => t = setTimeout(r, waitMs))]);
+    clearTimeout(t);
+  }
+}
