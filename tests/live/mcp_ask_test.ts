@@ -6,8 +6,9 @@
  * `get_diff`: the answer is the mock's, the mock saw the question and the data between the
  * random fence lines, with no tool offered, the proxy put the real key on the call and
  * counted it. Hostile output that forges a fence and asks for a file write gets no tool and
- * writes nothing; refused asks run nothing. Needs the built template; without it the test is
- * ignored with a printed reason.
+ * writes nothing; refused asks run nothing. Then Codex, Pi and opencode each as the
+ * template's `summary_agent` (a user-layer tpl-agents naming it). Needs the built template;
+ * without it the test is ignored with a printed reason.
  *
  * @module
  */
@@ -18,8 +19,12 @@ import { NO_INCUS } from "../helpers/live.ts";
 import { call, connect, makeHome, refusal } from "../helpers/mcp.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
 import type { MockRequest } from "../fakes/mock_model.ts";
+import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
 
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
+// the other agents tried as summary_agent (ISX_TEST_ASK_AGENTS=none skips them)
+const OTHERS = (Deno.env.get("ISX_TEST_ASK_AGENTS") || "codex,pi,opencode").split(",")
+  .filter((a) => ["codex", "pi", "opencode"].includes(a));
 const HAVE = !NO_INCUS && WANTED && await haveTemplate();
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
@@ -52,7 +57,9 @@ function fenced(prompt: string): string {
 
 async function finish(c: Client, task: string): Promise<Record<string, unknown>> {
   for (let i = 0; i < 4; i++) {
-    const st = sc(await call(c, "task_status", { task_id: task, wait_seconds: 120 }));
+    const r = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
+    assert.equal(refusal(r), undefined, text(r));
+    const st = sc(r);
     if (st.state !== "running") return st;
   }
   throw new Error(`task ${task} still running`);
@@ -236,6 +243,52 @@ Deno.test({
         assert.match(data, /1\t0\tout-ask\.txt/);
         assert.match(data, /\+hello-ask/);
       });
+
+      for (const agent of OTHERS) {
+        await t.step(`${agent} as the template's summary_agent answers exec ask`, async () => {
+          // the user layer's tpl-agents: the built-in text plus summary_agent (not in the
+          // definition hash, so the built template stays current)
+          await Deno.mkdir(`${h.configDir}/templates`, { recursive: true });
+          await Deno.writeTextFile(
+            `${h.configDir}/templates/${AGENTS_TEMPLATE}.yaml`,
+            `${BUILTIN_TEMPLATES[AGENTS_TEMPLATE]}summary_agent: ${agent}\n`,
+          );
+          const lt = sc(await call(c, "list_templates"));
+          const tpl = (lt.templates as Record<string, unknown>[]).find((x) =>
+            x.template === AGENTS_TEMPLATE
+          )!;
+          assert.equal(tpl.stale, false, "no rebuild needed");
+          assert.deepEqual([tpl.supports_ask, tpl.summary_agent], [true, agent]);
+          const m = agent === "codex" ? lab!.openai : mock;
+          const before = m.modelCalls().length;
+          const counted = (await lab!.activity())?.traffic_requests ?? 0;
+          const r = await call(c, "exec", {
+            instance,
+            command: `echo 'report of ${agent}'`,
+            ask: `Whose report is it?`,
+          });
+          assert.equal(refusal(r), undefined, text(r));
+          assert.match(
+            (sc(r).answer as { text: string }).text,
+            /MOCK_REPLY .*Whose report is it\?/,
+          );
+          const calls = m.modelCalls().slice(before);
+          assert.ok(calls.length >= 1, `${agent} called the model`);
+          const last = calls.at(-1)!;
+          assert.match(last.body, /BEGIN ISX-DATA-[0-9a-f]{32}/);
+          assert.ok(last.body.includes(`report of ${agent}`), "the data reached the model");
+          const cred = agent === "codex"
+            ? last.headers["authorization"]
+            : last.headers["x-api-key"];
+          assert.equal(cred, agent === "codex" ? `Bearer ${REAL.openai}` : REAL.anthropic);
+          if (agent !== "codex") {
+            // Codex's shell cannot be turned off (its read-only sandbox stands in)
+            assert.equal(((last.json?.tools ?? []) as unknown[]).length, 0, "no tool offered");
+          }
+          assert.ok((await lab!.activity())!.traffic_requests > counted, "the proxy counted it");
+        });
+      }
+      await Deno.remove(`${h.configDir}/templates/${AGENTS_TEMPLATE}.yaml`).catch(() => {});
 
       await t.step("no scratch directory is left behind", async () => {
         const ls = sc(
