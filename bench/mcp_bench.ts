@@ -7,17 +7,21 @@
  *    (which first computes those flags);
  * 2. exec of `true` through the `exec` tool against `incus exec NAME -- true` (target:
  *    faster) and the raw REST exec (POST with recorded output, wait; target ≤ 1.3x),
- *    interleaved per iteration so host noise hits all alike;
+ *    interleaved per iteration so host noise hits all alike; with the tool's parts timed in
+ *    the same rounds: the instance read of its holding check, the foreground engine alone
+ *    (websocket exec of the guest wrapper, no MCP), a bare websocket exec of `true`;
  * 3. `create_instance` to a usable instance against `isx branch` (target ≤ 1.1x).
  *
- * Run: `deno run -A bench/mcp_bench.ts [--starts 10] [--execs 50] [--creates 3]`. Needs a
- * built tpl-minimal. Prints medians and the ratios against the named baselines.
+ * Run: `deno run -A bench/mcp_bench.ts [--starts 10] [--execs 50] [--creates 3]` (a count of
+ * 0 skips its part). Needs a built tpl-minimal. Prints medians, the ratios against the named
+ * baselines and the load average before and after.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { createIncusClient } from "../rpc/mod.ts";
+import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { makeHome, mcpCommand } from "../tests/helpers/mcp.ts";
 import { ROOT, spawnProgram } from "../tests/helpers/spawn.ts";
 import { removeInstance } from "../tests/helpers/live.ts";
@@ -38,7 +42,16 @@ const http = Deno.createHttpClient({
   proxy: { transport: "unix", path: "/var/lib/incus/unix.socket" },
 });
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const load = () => Deno.loadavg().map((x) => x.toFixed(2)).join(" ");
+function count(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${flag}: a whole number ≥ 0, not "${v}"`);
+  return n;
+}
+const STARTS = count("starts", values.starts);
+const EXECS = count("execs", values.execs);
+const CREATES = count("creates", values.creates);
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
 /** A raw line client of one `isx mcp`. */
@@ -103,11 +116,7 @@ async function startOnce(launcher: boolean): Promise<number> {
     call = s.call;
     close = async () => await s.p[Symbol.asyncDispose]();
   }
-  await call("initialize", {
-    protocolVersion: "2025-11-25",
-    capabilities: {},
-    clientInfo: { name: "bench" },
-  });
+  await call("initialize", init);
   await call("tools/list");
   const lt = await call("tools/call", { name: "list_templates", arguments: {} });
   const ms = performance.now() - t0;
@@ -148,15 +157,17 @@ async function cliExec(name: string): Promise<void> {
 }
 
 const made: string[] = [];
-try {
+const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "bench" } };
+
+async function starts(): Promise<void> {
   const direct: number[] = [];
   const viaLauncher: number[] = [];
-  for (let i = 0; i < Number(values.starts); i++) {
+  for (let i = 0; i < STARTS; i++) {
     direct.push(await startOnce(false));
     viaLauncher.push(await startOnce(true));
   }
   const version: number[] = [];
-  for (let i = 0; i < Number(values.starts); i++) {
+  for (let i = 0; i < STARTS; i++) {
     const t0 = performance.now();
     await using v = spawnProgram(["--version"], { env, prog: "isx", cwd: home.dir });
     await v.closeStdin();
@@ -167,37 +178,46 @@ try {
   console.log(`  baseline, isx --version with the same flags: ${fmt(median(version))}`);
   console.log(`  deno run with the table's flags: ${fmt(median(direct))}`);
   console.log(`  bin/isx (computes the flags first): ${fmt(median(viaLauncher))}`);
+}
 
-  const s = server();
-  await s.call("initialize", {
-    protocolVersion: "2025-11-25",
-    capabilities: {},
-    clientInfo: { name: "bench" },
-  });
+async function execs(s: ReturnType<typeof server>): Promise<void> {
   const mk = await s.call("tools/call", {
     name: "create_instance",
     arguments: { template: TPL, name_hint: "bench" },
   });
+  if (mk.isError) throw new Error(JSON.stringify(mk));
   const name = String((mk.structuredContent as { instance: string }).instance);
   made.push(name);
-  const tool = async () => {
-    const r = await s.call("tools/call", {
-      name: "exec",
-      arguments: { instance: name, command: "true" },
-    });
-    if (r.isError || (r.structuredContent as { exit_code: number }).exit_code !== 0) {
-      throw new Error(JSON.stringify(r));
-    }
-  };
+  const engine = createTaskEngine({ incus });
   const ways: Record<string, () => Promise<void>> = {
-    tool,
+    async tool() {
+      const r = await s.call("tools/call", {
+        name: "exec",
+        arguments: { instance: name, command: "true" },
+      });
+      if (r.isError || (r.structuredContent as { exit_code: number }).exit_code !== 0) {
+        throw new Error(JSON.stringify(r));
+      }
+    },
+    async engine() {
+      const r = await engine.runForeground(name, {
+        command: "true",
+        outputBytes: 1024,
+        signal: new AbortController().signal,
+      });
+      if (r.exit_code !== 0) throw new Error(`engine: exit ${r.exit_code}`);
+    },
+    read: async () => void await incus.getInstance(name),
+    ws: async () => {
+      if ((await incus.execCapture(name, ["true"])).exitCode !== 0) throw new Error("ws: exit");
+    },
     raw: () => rawExec(name),
     cli: () => cliExec(name),
   };
-  const times: Record<string, number[]> = { tool: [], raw: [], cli: [] };
-  for (const f of Object.values(ways)) for (let i = 0; i < 3; i++) await f();
   const order = Object.keys(ways);
-  for (let i = 0; i < Number(values.execs); i++) {
+  const times: Record<string, number[]> = Object.fromEntries(order.map((k) => [k, []]));
+  for (const f of Object.values(ways)) for (let i = 0; i < 3; i++) await f();
+  for (let i = 0; i < EXECS; i++) {
     for (let j = 0; j < order.length; j++) {
       const k = order[(i + j) % order.length]!;
       const t0 = performance.now();
@@ -205,24 +225,30 @@ try {
       times[k]!.push(performance.now() - t0);
     }
   }
-  const [t, r, c] = [median(times.tool!), median(times.raw!), median(times.cli!)];
-  console.log(`exec of true, median of ${values.execs}:`);
-  console.log(`  exec tool ${fmt(t)}, raw REST ${fmt(r)}, incus exec ${fmt(c)}`);
+  const m = Object.fromEntries(order.map((k) => [k, median(times[k]!)]));
+  console.log(`exec of true, median of ${EXECS} (interleaved):`);
+  console.log(`  exec tool ${fmt(m.tool!)}, raw REST ${fmt(m.raw!)}, incus exec ${fmt(m.cli!)}`);
   console.log(
-    `  tool/raw ${(t / r).toFixed(2)}x (target ≤ 1.3), tool/cli ${
-      (t / c).toFixed(2)
+    `  tool/raw ${(m.tool! / m.raw!).toFixed(2)}x (target ≤ 1.3), tool/cli ${
+      (m.tool! / m.cli!).toFixed(2)
     }x (target < 1)`,
   );
+  console.log(
+    `  parts: instance read ${fmt(m.read!)}, foreground engine (no MCP) ${fmt(m.engine!)}, ` +
+      `websocket exec of true ${fmt(m.ws!)}; MCP layer ≈ ${fmt(m.tool! - m.engine! - m.read!)}`,
+  );
+}
 
-  const creates: number[] = [];
+async function creates(s: ReturnType<typeof server>): Promise<void> {
+  const mcp: number[] = [];
   const branches: number[] = [];
-  for (let i = 0; i < Number(values.creates); i++) {
+  for (let i = 0; i < CREATES; i++) {
     const t0 = performance.now();
     const r = await s.call("tools/call", {
       name: "create_instance",
       arguments: { template: TPL, name_hint: `b${i}` },
     });
-    creates.push(performance.now() - t0);
+    mcp.push(performance.now() - t0);
     if (r.isError) throw new Error(JSON.stringify(r));
     made.push(String((r.structuredContent as { instance: string }).instance));
     const bname = `bench-br-${crypto.randomUUID().slice(0, 6)}`;
@@ -238,13 +264,28 @@ try {
     branches.push(performance.now() - t1);
     if (st.code !== 0) throw new Error(b.stderr());
   }
-  const [cm, bm] = [median(creates), median(branches)];
+  const [cm, bm] = [median(mcp), median(branches)];
   console.log(
     `create_instance ${fmt(cm)} vs isx branch (CLI process) ${fmt(bm)}: ${
       (cm / bm).toFixed(2)
     }x (target ≤ 1.1)`,
   );
-  await s.p[Symbol.asyncDispose]();
+}
+
+try {
+  console.log(`load average at start: ${load()}`);
+  if (STARTS > 0) await starts();
+  if (EXECS > 0 || CREATES > 0) {
+    const s = server();
+    try {
+      await s.call("initialize", init);
+      if (EXECS > 0) await execs(s);
+      if (CREATES > 0) await creates(s);
+    } finally {
+      await s.p[Symbol.asyncDispose]();
+    }
+  }
+  console.log(`load average at end: ${load()}`);
 } finally {
   for (const n of made) await removeInstance(incus, n).catch(() => {});
   incus.close();

@@ -27,6 +27,8 @@ export {
   CANCEL_SH,
   FOREGROUND_KILL_SH,
   FOREGROUND_SH,
+  foregroundArgv,
+  JOIN_SH,
   LAUNCH_SH,
   LIST_SH,
   PROBE_SH,

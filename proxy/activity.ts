@@ -12,7 +12,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { integer, list, mapping, type Path, string } from "./shape.ts";
 
 /** Whose model calls the token counters cover. */
 export type ModelProvider = "anthropic" | "openai";
@@ -133,42 +133,61 @@ export const RECORD_FIELDS: readonly (keyof ActivityRecord)[] = [
   "refused",
 ];
 
-const count = z.number().int().nonnegative();
-const time = z.number().int().nonnegative().optional();
+const COUNTS = [
+  "counting_since",
+  "requests",
+  "in_flight",
+  "input_tokens",
+  "output_tokens",
+  "cache_read_input_tokens",
+  "cache_creation_input_tokens",
+] as const;
+/** Appended counters: older proxies lack them (0). */
+const APPENDED = [
+  "traffic_requests",
+  "traffic_requests_in_flight",
+  "traffic_bytes_sent",
+  "traffic_bytes_received",
+  "traffic_websockets_in_flight",
+  "refused",
+] as const;
+const TIMES = [
+  "last_request_at",
+  "last_response_at",
+  "idle_seconds",
+  "traffic_last_request_at",
+  "traffic_last_response_at",
+] as const;
 
-const EntrySchema = z.looseObject({
-  counting_since: count,
-  requests: count,
-  in_flight: count,
-  last_request_at: time,
-  last_response_at: time,
-  input_tokens: count,
-  output_tokens: count,
-  cache_read_input_tokens: count,
-  cache_creation_input_tokens: count,
-  idle_seconds: count.optional(),
-  traffic_requests: count.default(0),
-  traffic_requests_in_flight: count.default(0),
-  traffic_bytes_sent: count.default(0),
-  traffic_bytes_received: count.default(0),
-  traffic_websockets_in_flight: count.default(0),
-  traffic_last_request_at: time,
-  traffic_last_response_at: time,
-  refused: count.default(0),
-});
-
-const WireSchema = z.looseObject({
-  instances: z.record(z.string(), EntrySchema),
-  model_usage_providers: z.array(z.enum(["anthropic", "openai"])).default(["anthropic"]),
-});
+function checkEntry(v: unknown, p: Path): ActivityEntry {
+  const count = (x: unknown, q: Path) => integer(x, q, 0, Number.MAX_SAFE_INTEGER);
+  const e: Record<string, unknown> = { ...mapping(v, p) }; // unknown fields kept
+  for (const k of COUNTS) e[k] = count(e[k], [...p, k]);
+  for (const k of APPENDED) e[k] = e[k] === undefined ? 0 : count(e[k], [...p, k]);
+  for (const k of TIMES) if (e[k] !== undefined) count(e[k], [...p, k]);
+  return e as unknown as ActivityEntry;
+}
 
 /** Parses an `/activity` body (older proxies without the appended fields included). */
 export function parseActivity(json: unknown): ActivityWire {
-  const r = WireSchema.safeParse(json);
-  if (!r.success) {
-    throw new TypeError(`parse /activity: ${r.error.issues[0]?.message ?? "invalid"}`);
+  try {
+    const w: Record<string, unknown> = { ...mapping(json, []) };
+    const instances: Record<string, ActivityEntry> = {};
+    for (const [name, e] of Object.entries(mapping(w.instances, ["instances"]))) {
+      Object.defineProperty(instances, name, {
+        value: checkEntry(e, ["instances", name]),
+        enumerable: true,
+      });
+    }
+    w.instances = instances;
+    w.model_usage_providers = w.model_usage_providers === undefined
+      ? ["anthropic"]
+      : list(w.model_usage_providers, ["model_usage_providers"], (x, q) =>
+        string(x, q, { re: /^(anthropic|openai)$/, what: "anthropic or openai" }));
+    return w as unknown as ActivityWire;
+  } catch (e) {
+    throw new TypeError(`parse /activity: ${(e as Error).message}`);
   }
-  return r.data as ActivityWire;
 }
 
 /** Serialises an `/activity` body. */

@@ -30,10 +30,18 @@
  * @module
  */
 
-import { load } from "js-yaml";
-import { z } from "zod";
-import { IsbError } from "../rpc/base.ts";
+import { IsbError, parseYaml } from "../rpc/base.ts";
 import { Secret } from "./secret.ts";
+import {
+  bad,
+  integer,
+  list,
+  mapping,
+  optional,
+  type Path,
+  strictMapping,
+  string,
+} from "./shape.ts";
 
 /** Where Vertex AI calls go and how the proxy gets an access token for them. */
 export interface VertexConfig {
@@ -94,35 +102,126 @@ export function emptyCredentials(): Credentials {
   return { anthropic: none(), openai: none(), github: none(), custom: [] };
 }
 
-const value = z.string().min(1);
-const ns = <S extends z.ZodType>(account: S) =>
-  z.strictObject({ default: z.string().optional(), accounts: z.record(z.string(), account) })
-    .optional();
+type AnthropicRaw =
+  | { api_key: string }
+  | { oauth_token: string }
+  | {
+    vertex: {
+      project: string;
+      region: string;
+      token_command?: string[] | undefined;
+      token_ttl_seconds?: number | undefined;
+    };
+  };
+type CustomRaw =
+  | { domain: string; header: string; value: string }
+  | { domain: string; bearer: string }
+  | { domain: string; basic: { user: string; password: string } };
+interface NsRaw<A> {
+  default?: string | undefined;
+  accounts: Record<string, A>;
+}
+interface FileRaw {
+  anthropic?: NsRaw<AnthropicRaw> | undefined;
+  openai?: NsRaw<{ api_key: string }> | undefined;
+  github?: NsRaw<{ token: string }> | undefined;
+  custom?: CustomRaw[] | undefined;
+}
 
-const FileSchema = z.strictObject({
-  anthropic: ns(z.union([
-    z.strictObject({ api_key: value }),
-    z.strictObject({ oauth_token: value }),
-    z.strictObject({
-      vertex: z.strictObject({
-        project: z.string().regex(/^[a-z][a-z0-9-]{3,61}[a-z0-9]$/),
-        region: z.string().regex(/^[a-z][a-z0-9-]{1,40}$/),
-        token_command: z.array(z.string().min(1)).min(1).optional(),
-        token_ttl_seconds: z.number().int().min(1).max(86_400).optional(),
+const value = (v: unknown, p: Path) => string(v, p, { min: 1 });
+
+/** One provider namespace: `default` and `accounts`, each account checked by `account`. */
+function ns<A>(v: unknown, p: Path, account: (v: unknown, p: Path) => A): NsRaw<A> | undefined {
+  if (v === undefined) return undefined;
+  const o = strictMapping(v, p, ["default", "accounts"]);
+  const accounts: Record<string, A> = {};
+  for (const [name, a] of Object.entries(mapping(o.accounts, [...p, "accounts"]))) {
+    Object.defineProperty(accounts, name, {
+      value: account(a, [...p, "accounts", name]),
+      enumerable: true,
+    });
+  }
+  return { default: optional(o.default, (d) => string(d, [...p, "default"])), accounts };
+}
+
+/** The one field of a one-of mapping, among `keys`. */
+function oneOf(v: unknown, p: Path, keys: readonly string[], also: string[] = []): string {
+  const o = mapping(v, p);
+  const found = keys.filter((k) => k in o);
+  if (found.length !== 1) bad(p, `expected exactly one of ${keys.join(", ")}`);
+  strictMapping(o, p, [...also, found[0]!]);
+  return found[0]!;
+}
+
+function anthropicAccount(v: unknown, p: Path): AnthropicRaw {
+  const k = oneOf(v, p, ["api_key", "oauth_token", "vertex"]);
+  const o = v as Record<string, unknown>;
+  if (k === "api_key") return { api_key: value(o.api_key, [...p, k]) };
+  if (k === "oauth_token") return { oauth_token: value(o.oauth_token, [...p, k]) };
+  const q = [...p, "vertex"];
+  const x = strictMapping(o.vertex, q, ["project", "region", "token_command", "token_ttl_seconds"]);
+  return {
+    vertex: {
+      project: string(x.project, [...q, "project"], {
+        re: /^[a-z][a-z0-9-]{3,61}[a-z0-9]$/,
+        what: "a Google Cloud project id",
       }),
+      region: string(x.region, [...q, "region"], {
+        re: /^[a-z][a-z0-9-]{1,40}$/,
+        what: "a region like us-east5",
+      }),
+      token_command: optional(
+        x.token_command,
+        (c) => list(c, [...q, "token_command"], (a, r) => string(a, r, { min: 1 }), 1),
+      ),
+      token_ttl_seconds: optional(
+        x.token_ttl_seconds,
+        (t) => integer(t, [...q, "token_ttl_seconds"], 1, 86_400),
+      ),
+    },
+  };
+}
+
+function customRule(v: unknown, p: Path): CustomRaw {
+  const k = oneOf(v, p, ["header", "bearer", "basic"], ["domain", "value"]);
+  const o = v as Record<string, unknown>;
+  const domain = string(o.domain, [...p, "domain"], { min: 1 });
+  if (k === "header") {
+    return {
+      domain,
+      header: string(o.header, [...p, k], { min: 1 }),
+      value: value(o.value, [...p, "value"]),
+    };
+  }
+  if ("value" in o) bad([...p, "value"], "unknown field (only a header rule has a value)");
+  if (k === "bearer") return { domain, bearer: value(o.bearer, [...p, k]) };
+  const b = strictMapping(o.basic, [...p, k], ["user", "password"]);
+  return {
+    domain,
+    basic: {
+      user: string(b.user, [...p, k, "user"]),
+      password: value(b.password, [...p, k, "password"]),
+    },
+  };
+}
+
+/** The file's shape (null: no document); throws `IsbError("invalid", "<path>: …")`. */
+function checkFile(raw: unknown): FileRaw {
+  if (raw === null) return {};
+  const f = strictMapping(raw, [], ["anthropic", "openai", "github", "custom"]);
+  return {
+    anthropic: ns(f.anthropic, ["anthropic"], anthropicAccount),
+    openai: ns(f.openai, ["openai"], (v, p) => {
+      strictMapping(v, p, ["api_key"]);
+      return { api_key: value((v as Record<string, unknown>).api_key, [...p, "api_key"]) };
     }),
-  ])),
-  openai: ns(z.strictObject({ api_key: value })),
-  github: ns(z.strictObject({ token: value })),
-  custom: z.array(z.union([
-    z.strictObject({ domain: z.string().min(1), header: z.string().min(1), value }),
-    z.strictObject({ domain: z.string().min(1), bearer: value }),
-    z.strictObject({
-      domain: z.string().min(1),
-      basic: z.strictObject({ user: z.string(), password: value }),
+    github: ns(f.github, ["github"], (v, p) => {
+      strictMapping(v, p, ["token"]);
+      return { token: value((v as Record<string, unknown>).token, [...p, "token"]) };
     }),
-  ])).optional(),
-}).nullable();
+    custom: optional(f.custom, (c) => list(c, ["custom"], customRule)),
+  };
+}
 
 function accounts<I, A>(
   where: string,
@@ -143,7 +242,7 @@ export const NAMESPACES = ["anthropic", "openai", "github"] as const;
 /** A provider namespace. */
 export type CredentialNamespace = typeof NAMESPACES[number];
 
-/** True for YAML text with no document: only blank lines and comments (js-yaml 5 throws). */
+/** True for YAML text with no document: only blank lines and comments. */
 export function isEmptyYaml(text: string): boolean {
   return text.split("\n").every((l) => /^\s*(#.*)?$/.test(l));
 }
@@ -157,25 +256,17 @@ export function missingNamespaces(c: Credentials): CredentialNamespace[] {
 export function parseCredentials(text: string): Credentials {
   let raw: unknown = null;
   try {
-    if (!isEmptyYaml(text)) raw = load(text);
+    raw = parseYaml(text);
   } catch (e) {
-    // js-yaml quotes the offending line, which may hold a value: keep only the position.
-    const mark = (e as { mark?: { line?: number } }).mark;
-    throw new IsbError(
-      "parse",
-      `read credentials: invalid YAML near line ${(mark?.line ?? 0) + 1}`,
-    );
+    // the reader names the line and never quotes it (it may hold a value)
+    throw new IsbError("parse", `read credentials: invalid YAML: ${(e as Error).message}`);
   }
-  const r = FileSchema.safeParse(raw ?? null);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const path = issue?.path.join(".") ?? "";
-    throw new IsbError(
-      "invalid",
-      `read credentials: ${path || "document"}: ${issue?.code ?? "invalid"}`,
-    );
+  let f: FileRaw;
+  try {
+    f = checkFile(raw);
+  } catch (e) {
+    throw new IsbError("invalid", `read credentials: ${(e as Error).message}`);
   }
-  const f = r.data ?? {};
   return {
     anthropic: accounts(
       "anthropic",

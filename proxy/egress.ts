@@ -12,12 +12,12 @@
  * @module
  */
 
-import { z } from "zod";
 import { log } from "../rpc/base.ts";
 import type { Caller } from "./clients.ts";
 import { matchDomain } from "./policy.ts";
 import type { HeaderOp } from "./rewrite.ts";
 import { Secret } from "./secret.ts";
+import { list, mapping, string } from "./shape.ts";
 import type { EgressLookup } from "./admit.ts";
 
 /** One sandbox's secrets as the proxy holds them. */
@@ -30,15 +30,22 @@ export interface EgressEntry {
   secrets: { env: string; placeholder: string; hosts: string[]; value: Secret }[];
 }
 
-const FileSchema = z.object({
-  instance: z.string().min(1),
-  secrets: z.array(z.object({
-    env: z.string().min(1),
-    placeholder: z.string().min(8),
-    hosts: z.array(z.string().min(1)),
-    value: z.string(),
-  })),
-});
+/** The file's shape (unknown fields ignored); throws `IsbError("invalid", "<path>: …")`. */
+function checkFile(raw: unknown): { instance: string; secrets: EgressEntry["secrets"] } {
+  const o = mapping(raw, []);
+  return {
+    instance: string(o.instance, ["instance"], { min: 1 }),
+    secrets: list(o.secrets, ["secrets"], (x, p) => {
+      const s = mapping(x, p);
+      return {
+        env: string(s.env, [...p, "env"], { min: 1 }),
+        placeholder: string(s.placeholder, [...p, "placeholder"], { min: 8 }),
+        hosts: list(s.hosts, [...p, "hosts"], (h, q) => string(h, q, { min: 1 })),
+        value: new Secret(string(s.value, [...p, "value"])),
+      };
+    }),
+  };
+}
 
 /** `default/x` → `x`; other projects keep their prefix. */
 export function registryName(instance: string): string {
@@ -58,20 +65,18 @@ export function parseEgressFile(bridge: string, text: string): EgressEntry {
   } catch {
     throw new TypeError(`egress secrets of ${bridge}: not JSON`);
   }
-  const r = FileSchema.safeParse(raw);
-  if (!r.success) {
-    throw new TypeError(
-      `egress secrets of ${bridge}: ${r.error.issues[0]?.path.join(".")} is invalid`,
-    );
+  let f;
+  try {
+    f = checkFile(raw);
+  } catch (e) {
+    throw new TypeError(`egress secrets of ${bridge}: ${(e as Error).message}`);
   }
   return {
     bridge,
-    instance: registryName(r.data.instance),
-    secrets: r.data.secrets.filter((s) => s.value !== "").map((s) => ({
-      env: s.env,
-      placeholder: s.placeholder,
+    instance: registryName(f.instance),
+    secrets: f.secrets.filter((s) => s.value.length > 0).map((s) => ({
+      ...s,
       hosts: s.hosts.map(hostPattern),
-      value: new Secret(s.value),
     })),
   };
 }

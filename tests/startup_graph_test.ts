@@ -168,8 +168,24 @@ Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP l
   assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
   assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
-  // the graph is read right: the proxy and its one entry into mcp/ are there
-  assert.ok(got.includes("proxy/mod.ts") && got.includes("mcp/tool_rules.ts"));
+  // zod (~11 MiB resident) and js-yaml with the Node layer (~4 MiB): the proxy reads its
+  // config with rpc/yaml.ts and proxy/shape.ts; the tools reader (mcp/tool_rules.ts, which
+  // has both) is a dynamic import, made only when a tool can exist (cli/proxy_run.ts)
+  assert.deepEqual(under(got, "npm:"), []);
+  assert.deepEqual(under(got, "mcp/"), []);
+  // the graph is read right: the proxy and its config readers are there
+  assert.ok(got.includes("proxy/mod.ts") && got.includes("rpc/yaml.ts"), got.join(" "));
+  assert.ok(got.includes("proxy/credentials.ts") && got.includes("proxy/host_config.ts"));
+});
+
+Deno.test("isx proxy run's one dynamic import is the tools reader", async () => {
+  const g = await graphOf("cli/proxy_run.ts");
+  const self = g.modules.find((m) => m.specifier === ROOT + "cli/proxy_run.ts")!;
+  const dynamic = (self.dependencies ?? []).filter((d) => d.isDynamic).map((d) =>
+    d.code?.specifier?.slice(ROOT.length)
+  );
+  assert.deepEqual(dynamic, ["mcp/tool_rules.ts"]);
+  assert.ok(all(g, "cli/proxy_run.ts").includes("npm:/zod@4.6.7")); // it is what brings zod
 });
 
 Deno.test("isx mcp loads neither the proxy server, the template builder nor the sandbox engine", async () => {

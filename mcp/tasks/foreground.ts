@@ -1,7 +1,8 @@
 /**
- * Foreground commands (spec §2.5): one websocket exec runs guest/task_shell.ts's
- * FOREGROUND_SH, which starts the command as the agent user in a login shell, in its own
- * session whose leader pid it records, under `timeout` when one is set. Output streams back
+ * Foreground commands (spec §2.5): one websocket exec of guest/task_shell.ts's
+ * `foregroundArgv` starts the command as the agent user in a login shell, in its own
+ * session whose id it records, under `timeout` when one is set; no root shell runs in
+ * between. Output streams back
  * as it is written; the host keeps only capped tails and hands complete lines to a progress
  * callback. Cancelling (the caller's AbortSignal) runs a second exec that kills the whole
  * session (TERM, 3 s, KILL), repeated while the first exec has not ended (a cancel that
@@ -11,9 +12,9 @@
  */
 
 import { type Clock, type IncusClient, IsbError } from "../../rpc/base.ts";
-import { FOREGROUND_KILL_SH, FOREGROUND_SH } from "../../guest/mod.ts";
+import { FOREGROUND_KILL_SH, foregroundArgv } from "../../guest/mod.ts";
 import { runGuestScript, SCRIPT_ENV } from "./guest_exec.ts";
-import { foregroundScript, toBase64 } from "./script.ts";
+import { foregroundScript } from "./script.ts";
 import {
   LineSplitter,
   MAX_OUTPUT_BYTES,
@@ -98,7 +99,7 @@ export async function runForeground(
 ): Promise<ForegroundResult> {
   validate(o);
   const cap = Math.min(MAX_OUTPUT_BYTES, Math.max(MIN_OUTPUT_BYTES, Math.floor(o.outputBytes)));
-  const body = toBase64(foregroundScript(o));
+  const body = foregroundScript(o);
   const name = `exec-${Deno.pid}-${++counter}`;
   // `timeout` takes a decimal number: milliseconds at most, never 0 or an exponent
   const t = o.timeoutSeconds === undefined
@@ -121,7 +122,7 @@ export async function runForeground(
   if (o.signal.aborted) return done(-1, true);
   const line = o.onOutputLine ?? (() => {});
   const s = await deps.incus.exec(instance, {
-    command: ["bash", "-c", FOREGROUND_SH, "isx", deps.user, name, t, body],
+    command: foregroundArgv(deps.user, name, t, body),
     env: SCRIPT_ENV,
     cwd: "/",
   });

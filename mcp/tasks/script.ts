@@ -4,7 +4,8 @@
  * nothing else: a single-quoted word has no expansion at all, so `$(touch /x)` in an env
  * value or a cwd stays those characters. Names and ids are checked against strict patterns
  * before they are placed anywhere; NUL, which no argv or file can carry faithfully, is
- * refused. The guest receives the result base64-encoded, as one argv element.
+ * refused. A task's run script reaches the guest base64-encoded, a foreground script as the
+ * text of the login shell's `-c`: each one argv element.
  *
  * @module
  */

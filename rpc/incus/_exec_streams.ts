@@ -120,10 +120,15 @@ export function emptyStream(): ReadableStream<Uint8Array> {
   return new ReadableStream({ start: (ctl) => ctl.close() });
 }
 
-/** One output socket as a byte stream; pauses the socket while 256 chunks are queued. */
+/**
+ * One output socket as a byte stream; pauses the socket while 256 chunks are queued. A
+ * reader that gives up (a `for await` whose body threw cancels the stream) leaves the
+ * socket open: its later frames are dropped, and its close must not touch the controller,
+ * whose `close()` throws once the stream is cancelled; thrown inside the socket's read
+ * loop, that was an unhandled rejection.
+ */
 export function outputStream(ws: WsClient): ReadableStream<Uint8Array> {
   let done = false;
-  let discard = false;
   return new ReadableStream<Uint8Array>({
     start(ctl) {
       const end = () => {
@@ -131,7 +136,7 @@ export function outputStream(ws: WsClient): ReadableStream<Uint8Array> {
         done = true;
       };
       ws.on("message", (bytes: Uint8Array, isBinary: boolean) => {
-        if (done || discard) return;
+        if (done) return;
         if (!isBinary && bytes.length === 0) {
           // end-of-stream barrier: answer with our close, which a pty session waits for
           end();
@@ -151,7 +156,7 @@ export function outputStream(ws: WsClient): ReadableStream<Uint8Array> {
       if (ws.isPaused) ws.resume();
     },
     cancel() {
-      discard = true;
+      done = true; // the stream is over for its reader: no close, no error, no more chunks
       if (ws.isPaused) ws.resume();
     },
   }, { highWaterMark: OUTPUT_QUEUE });
