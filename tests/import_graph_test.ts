@@ -181,8 +181,8 @@ const PURE = [
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
   "rpc/sandbox/plan/plan.ts",
-  "rpc/sandbox/compose/interpolate.ts",
-  "rpc/sandbox/compose/merge.ts",
+  "rpc/sandbox/compose/_interpolate.ts",
+  "rpc/sandbox/compose/_merge.ts",
   "rpc/sandbox/compose/_document.ts",
   "proxy/policy.ts",
   "proxy/accounts.ts",
@@ -301,5 +301,23 @@ Deno.test("an rpc/sandbox/ concern folder imports only the folders below it, nev
       if (parts.length < 2 || SANDBOX_LAYERS.indexOf(parts[0]!) > level) bad.push(`${f} -> ${to}`);
     }
   }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("an rpc/sandbox/ module only its own folder imports has the _ prefix", () => {
+  const importers = new Map<string, Set<string>>();
+  for (const [f, src] of SOURCES) {
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (to) importers.set(to, (importers.get(to) ?? new Set()).add(f));
+    }
+  }
+  const dir = (f: string) => f.split("/").slice(0, -1).join("/");
+  const bad = FILES.filter((f) => {
+    const name = f.split("/").pop()!;
+    if (!f.startsWith(SANDBOX) || f.split("/").length < 4) return false;
+    if (name === "mod.ts" || name.startsWith("_") || isTest(f)) return false;
+    return ![...importers.get(f) ?? []].some((u) => dir(u) !== dir(f));
+  });
   assert.deepEqual(bad, []);
 });

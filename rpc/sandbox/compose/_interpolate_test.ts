@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../../errors.ts";
-import { interpolate, interpolateTree } from "./interpolate.ts";
+import { interpolate, interpolateTree } from "./_interpolate.ts";
 
 const ENV: Record<string, string> = { NAME: "web", EMPTY: "", PORT: "5173" };
 const lookup = (k: string) => (Object.hasOwn(ENV, k) ? ENV[k] : undefined);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sanitizeName, serviceSandboxName, volumeIncusName } from "./names.ts";
+import { sanitizeName, serviceSandboxName, volumeIncusName } from "./_names.ts";
 
 const SANITIZE = [
   ["Demo App", "demo-app"],

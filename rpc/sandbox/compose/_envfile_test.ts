@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseEnvFile } from "./envfile.ts";
+import { parseEnvFile } from "./_envfile.ts";
 
 Deno.test("parseEnvFile reads KEY=VALUE lines, export, quotes, blanks and comments", () => {
   const text =

@@ -17,8 +17,8 @@ import { isOci, parseImage } from "../resolve/image.ts";
 import type { ComposeFile, SandboxSpec, SecretDef } from "../spec/spec.ts";
 import { validateSecretName } from "../spec/egress.ts";
 import { secretFileMode } from "../spec/service.ts";
-import { checkUnitValues } from "./unit_values.ts";
-import { sanitizeName, serviceSandboxName, volumeIncusName } from "./names.ts";
+import { checkUnitValues } from "./_unit_values.ts";
+import { sanitizeName, serviceSandboxName, volumeIncusName } from "./_names.ts";
 
 /** Checks that a secret definition has exactly one source; a message when it does not. */
 export function secretDefProblem(def: SecretDef): string | undefined {

@@ -9,7 +9,7 @@ import {
   secretTargetProblem,
   unitUserProblem,
   workingDirProblem,
-} from "./unit_values.ts";
+} from "./_unit_values.ts";
 
 const TARGETS: [string, string | undefined][] = [
   ["db_password", undefined],

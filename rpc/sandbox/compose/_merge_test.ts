@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deepMerge, mergeFiles, mountTarget } from "./merge.ts";
+import { deepMerge, mergeFiles, mountTarget } from "./_merge.ts";
 
 Deno.test("mergeFiles merges maps key by key and replaces scalars and lists", () => {
   const a = {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { acquireLock, type Clock, lockPath, withLock } from "./lock.ts";
+import { acquireLock, type Clock, lockPath, withLock } from "./_lock.ts";
 import { IsbError } from "../../errors.ts";
 
 /** A clock that advances only when slept on. */

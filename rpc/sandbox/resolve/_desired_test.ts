@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { desiredToJson } from "./desired.ts";
+import { desiredToJson } from "./_desired.ts";
 import { run } from "../../../tests/helpers/resolve_fixture.ts";
 
 Deno.test("resolve keeps secret environment values out of desiredToJson", () => {
