@@ -247,9 +247,11 @@ async function createPart(
 }
 
 if (import.meta.main) {
+  // the daemon is shared: a request may wait behind other work for longer than the default
+  const timeouts = { ...DEFAULT_TIMEOUTS, requestMs: 120_000 };
   const rec = new RecordingTransport({ socket: SOCKET });
-  const incus = bindClient(new IncusConn(rec, "", DEFAULT_TIMEOUTS, ""));
-  const plain = createIncusClient({ socket: SOCKET });
+  const incus = bindClient(new IncusConn(rec, "", timeouts, ""));
+  const plain = createIncusClient({ socket: SOCKET, timeouts });
   const dir = await Deno.makeTempDir({ prefix: "isb-bench-" });
   const engine = createEngine({
     incus,

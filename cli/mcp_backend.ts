@@ -14,6 +14,7 @@ import type { McpBackend } from "../mcp/server/mod.ts";
 import {
   engineTasks,
   fileAuditor,
+  mcpOwner,
   newSessionId,
   readMcpConfig,
   Session,
@@ -25,7 +26,7 @@ import {
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { callTool } from "../mcp/tools/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
-import { loadProxyConfig } from "../proxy/host_config.ts";
+import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import { createIncusClient } from "../rpc/base.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { CliContext } from "./command.ts";
@@ -50,7 +51,8 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
   const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
   const tasks = engineTasks(createTaskEngine({ incus: client }));
   const id = newSessionId(Deno.pid, Date.now());
-  // liveness: this process holds a lock on its session file until it dies (identity.ts)
+  // liveness: this process holds a lock on its session file until it dies
+  // (mcp/host/session_locks.ts)
   const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
   locks.start(id);
   const session = new Session({
@@ -99,7 +101,7 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
     alive: (other) => locks.alive(other),
     id,
     // the host user, and the state dir whose session locks tell its sessions' liveness
-    owner: `${Deno.uid() ?? 0}:${stateDir}`,
+    owner: mcpOwner(Deno.uid() ?? 0, stateDir),
     pid: Deno.pid,
     cwd,
     now: () => Date.now(),

@@ -1,8 +1,8 @@
 import { equal } from "node:assert/strict";
 import {
   classifyProxy,
-  type HealthRead,
   healthOf,
+  type HealthRead,
   PROXY_STATE_EXIT,
   PROXY_STATES,
   type ProxyFacts,
