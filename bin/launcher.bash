@@ -7,7 +7,8 @@
 # table: no mode of the program can write its own flags), one file per program and working
 # directory whose first line is the rest of the key: uid, deno, every variable flags.ts reads
 # and, when they can change the flags (`rpc`, `--socket`, `--remote`), the arguments. A file older than
-# any source of the table (LAUNCH_SOURCES) or than deno is stale. A hit starts Deno once; a
+# any source of the table (LAUNCH_SOURCES), than deno or than the incus client's config.yml (its
+# default-remote) is stale. A hit starts Deno once; a
 # miss runs flags.ts first and refills the file. ISX_LAUNCH_PRINT=1 prints the flags instead
 # of starting the program (tests compare them with the table's).
 
@@ -71,7 +72,8 @@ launch_file
 cache="$REPLY"
 if [[ "$key" != *$'\n'* && -f "$cache" && -O "$cache" ]]; then
   fresh=1
-  for f in "${LAUNCH_SOURCES[@]/#/$root/}" "$deno"; do
+  # and the incus client's config.yml: its default-remote decides whether a remote is read
+  for f in "${LAUNCH_SOURCES[@]/#/$root/}" "$deno" "${INCUS_CONF:-${HOME:-/nonexistent}/.config/incus}/config.yml"; do
     if [[ "$f" -nt "$cache" ]]; then fresh=0; fi
   done
   if ((fresh)); then
@@ -137,10 +139,44 @@ if [[ "$prog" == isx ]]; then
   export ISX_GIT_SHA
 fi
 
+# `isx proxy run` (the proxy in the foreground) gets the V8 flags `isx proxy start` gives the
+# background proxy: PROXY_V8_FLAGS of cli/proxy_lifecycle.ts (tests/launcher_test.ts checks
+# both the value and which argument lists get it). The command and its subcommand are the
+# first two words that are neither flags nor the values of the global value flags
+# (VALUE_FLAGS of cli/args.ts).
+PROXY_V8_FLAGS="--max-semi-space-size=4"
+v8_flags=()
+if [[ "$prog" == isx ]]; then
+  words=()
+  skip=0
+  for a in "$@"; do
+    if ((skip)); then
+      skip=0
+      continue
+    fi
+    case "$a" in
+    --) break ;;
+    --socket | --project | --remote | --target | --org | --create-timeout | --env-file | --file | -P)
+      skip=1
+      ;;
+    -f) if ((${#words[@]} == 0)); then skip=1; fi ;;
+    -*) ;;
+    *)
+      words+=("$a")
+      if ((${#words[@]} == 2)); then break; fi
+      ;;
+    esac
+  done
+  if [[ "${words[0]:-}" == proxy && "${words[1]:-}" == run ]]; then
+    v8_flags=("--v8-flags=$PROXY_V8_FLAGS")
+  fi
+fi
+
 if [[ "${ISX_LAUNCH_PRINT:-}" == 1 ]]; then
   printf '%s\n' "${launch_flags[@]}"
   if [[ "$prog" == isx ]]; then printf '# ISX_GIT_SHA=%s\n' "$ISX_GIT_SHA"; fi
+  if ((${#v8_flags[@]})); then printf '# %s\n' "${v8_flags[@]}"; fi
   exit 0
 fi
 ISX_PROG="$prog" exec "$deno" run --quiet --cached-only --config "$root/deno.json" \
-  "${launch_flags[@]}" "$root/main.ts" "$@"
+  "${v8_flags[@]}" "${launch_flags[@]}" "$root/main.ts" "$@"

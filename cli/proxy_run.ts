@@ -1,8 +1,10 @@
 /**
  * `isx proxy run`: the proxy in the foreground, and the tools' `proxy:` rules it starts
- * with. This is the module graph of the long-running proxy process, so it imports the proxy,
- * rpc's leaf modules and the one narrow entry of the MCP layer it needs (mcp/tool_rules.ts),
- * never `mcp/mod.ts` or `rpc/mod.ts`: what a process imports stays resident (issue 11).
+ * with. This is the module graph of the long-running proxy process, so it imports the proxy
+ * and rpc's leaf modules, never `mcp/mod.ts` or `rpc/mod.ts`: what a process imports stays
+ * resident (issue 11). The one narrow entry of the MCP layer it needs (mcp/tool_rules.ts,
+ * which reads tools with js-yaml and zod, ~15 MiB resident) is imported only when a tool
+ * can exist: YAML files in the user's `tools/`, or search paths in config.yaml.
  *
  * @module
  */
@@ -15,8 +17,8 @@ import {
   startHostProxy,
   writeRunFiles,
 } from "../proxy/mod.ts";
-import { loadToolProxyRules, readHostConfig } from "../mcp/tool_rules.ts";
 import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
+import { parseYaml } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
 import { incusOptions } from "./incus_options.ts";
 import type { Values } from "./proxy_view.ts";
@@ -24,12 +26,37 @@ import type { Values } from "./proxy_view.ts";
 const enc = new TextEncoder();
 
 /**
+ * Whether a tool can declare proxy rules here: a YAML file in `<configDir>/tools`, or
+ * search paths (or a config.yaml this reader cannot read: the full reader then says why).
+ */
+export function mayHaveTools(configDir: string): boolean {
+  try {
+    for (const e of Deno.readDirSync(`${configDir}/tools`)) {
+      if (/\.ya?ml$/.test(e.name)) return true;
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) return true;
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(Deno.readTextFileSync(`${configDir}/config.yaml`));
+  } catch (e) {
+    return !(e instanceof Deno.errors.NotFound);
+  }
+  const tpl = (doc as { templates?: unknown } | null)?.templates;
+  const paths = (tpl as { searchPaths?: unknown } | null | undefined)?.searchPaths;
+  return paths !== undefined && paths !== null && !(Array.isArray(paths) && !paths.length);
+}
+
+/**
  * The `proxy:` rules of the user's and search paths' tools, values wrapped as secrets at
  * once. A tools directory that cannot be read or holds an invalid tool is logged and left
  * out: the proxy still starts, and those domains get no credentials (nothing leaks).
  */
-export function toolRules(ctx: CliContext): CustomRule[] {
+export async function toolRules(ctx: CliContext): Promise<CustomRule[]> {
   const { configDir, home } = ctx.perm;
+  if (!mayHaveTools(configDir)) return [];
+  const { loadToolProxyRules, readHostConfig } = await import("../mcp/tool_rules.ts");
   let searchPaths: string[] = [];
   try {
     searchPaths = readHostConfig(configDir, home).searchPaths;
@@ -68,7 +95,7 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
       socket: ctx.global.socket,
       incus: incusOptions(ctx),
       gitSha: ctx.env.ISX_GIT_SHA || null,
-    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: toolRules(ctx) });
+    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: await toolRules(ctx) });
   } catch (e) {
     // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
     log.error("proxy: start failed", { error: (e as Error).message });

@@ -18,6 +18,8 @@
  * @module
  */
 
+import { JOIN_BODY, PRESENCE_FNS } from "./presence_shell.ts";
+
 /** A bash script from a raw template: `$%{` stands for bash's `${` (JS would interpolate it). */
 function sh(s: TemplateStringsArray): string {
   return s.raw.join("").replaceAll("$%{", "${");
@@ -28,7 +30,7 @@ function sh(s: TemplateStringsArray): string {
  * path forks nothing but one `systemctl` (bash builtins only): on a loaded 2-core host each
  * process costs ~6 ms, and the probe runs every 2 s per instance.
  */
-const PRELUDE = sh`
+export const PRELUDE: string = sh`
 u=$1; shift
 h=
 while IFS=: read -r n _ _ _ _ hh _; do [ "$n" = "$u" ] && { h=$hh; break; }; done </etc/passwd
@@ -95,6 +97,7 @@ facts() { factsv "$@"; printf '%s' "$FACTS"; }
 /**
  * Launch one run: `isx USER ID RUN KIND KEY B64SCRIPT [NAME B64CONTENT]...` with the prompt on
  * stdin; each NAME/B64CONTENT pair is an extra file of the task (the host checks the names).
+ * Exit 17: run 1 of a task that exists; exit 16: an agent run while another is unfinished.
  */
 export const LAUNCH_SH: string = sh`set -euo pipefail
 ` + PRELUDE + sh`
@@ -102,6 +105,24 @@ id=$1 n=$2 kind=$3 key=$4 b64=$5
 g=$(id -g -- "$u")
 d=$root/$id
 install -d -o "$u" -g "$g" -m 700 -- "$h/.isx-mcp" "$root"
+if [ "$kind" = agent ]; then
+  # one agent at a time per instance (§2.6), whichever session launches: under one lock (in
+  # /run, out of the user's reach, held until current is written) a launch is refused, exit
+  # 16 naming the task, while any agent run is unfinished (running, or its unit unanswered)
+  exec 9<>/run/isx-mcp-agent-launch.lock
+  flock -w 50 9 || { echo "isx: the agent launch lock is held" >&2; exit 1; }
+  ags=()
+  for p in "$root"/*; do a=$%{p##*/}; case $a in *[!a-z0-9-]*|'') continue;; esac
+    k=; [ -d "$p" ] && rdl k "$p/kind" && [ "$k" = agent ] && ags+=("$a"); done
+  if [ $%{#ags[@]} -gt 0 ]; then
+    factsv "$%{ags[@]}"
+    while read -r bid br bx ba _; do
+      case $br in missing|0|'') continue;; esac
+      [ "$bx" = - ] || continue
+      case $ba in active|activating|-) echo "isx: agent task $bid is running" >&2; exit 16;; esac
+    done <<<"$FACTS"
+  fi
+fi
 if [ "$n" = 1 ]; then
   mkdir -m 700 -- "$d" 2>/dev/null || { echo "isx: task $id already exists" >&2; exit 17; }
   # a launch that fails before current is written leaves nothing behind
@@ -124,26 +145,32 @@ chmod 644 -- "$d/prompt-$n.md" "$d/run-$n.sh" "$d/kind"
 q=$(printf %q "$d/run-$n.sh")
 if sd; then
   systemd-run --quiet --collect --unit="isx-task-$id-$n" -p KillMode=control-group \
-    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q"
+    -p TimeoutStopSec=2 -- su - "$u" -c "bash $q" 9>&-
   started=1
 else
-  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1
+  setsid -f su - "$u" -c "bash $q" </dev/null >/dev/null 2>&1 9>&-
 fi
 wr "$d/current" "$n"
 chown -h -- "$u:$g" "$d/current"
 `;
 
-/** Cheap probe: `isx USER ID...`; prints {@link PRELUDE}'s fact line per task. */
-export const PROBE_SH: string = PRELUDE + sh`
-facts "$@"
+/**
+ * Cheap probe: `isx USER ID...`; prints {@link PRELUDE}'s fact line per task. With
+ * `--presence` first (the watcher's slow rounds), then presence_shell.ts's lines for them.
+ */
+export const PROBE_SH: string = PRELUDE + PRESENCE_FNS + sh`
+if [ "$%{1:-}" = --presence ]; then shift; facts "$@"; presence "$@"; else facts "$@"; fi
 `;
+
+/** The join (`isx shell --task`): `isx USER ID` on a terminal; see presence_shell.ts. */
+export const JOIN_SH: string = PRELUDE + JOIN_BODY;
 
 /**
  * Status of one task: `isx USER ID TAILBYTES ERRTAILBYTES`. Prints key=value lines (the
  * recorded fields raw, first line only, re-validated by the host), `---`, the output tail
  * base64-encoded, `---stderr`, the stderr tail base64-encoded.
  */
-export const STATUS_SH: string = PRELUDE + sh`
+export const STATUS_SH: string = PRELUDE + PRESENCE_FNS + sh`
 id=$1 tb=$2 eb=$3 d=$root/$1
 factsv "$id"; read -r _ r x a ca xa <<<"$FACTS"
 echo "facts=$r $x $a $ca $xa"
@@ -159,6 +186,7 @@ echo "started=$cs"; echo "stdout_bytes=$os"; echo "stderr_bytes=$es"
 a=$om; if [ "$a" = - ] || { [ "$em" != - ] && [ "$em" -gt "$a" ]; }; then a=$em; fi
 echo "activity=$a"
 for f in cwd session_id model max-turns key; do v=; rdl v "$d/$f" && echo "$f=$v"; done
+[ "$kind" != agent ] || presence "$id"
 echo ---
 # tailb FILE N: the last N bytes, base64 (opened read-write, regular files only)
 tailb() { if [ -f "$1" ] && exec 3<>"$1" && [ -f /dev/fd/3 ]; then tail -c "$2" <&3 | base64 -w0; fi; exec 3<&-; echo; } 2>/dev/null
@@ -187,12 +215,14 @@ done
 `;
 
 /**
- * Dormancy probe (§4.4): `isx USER`; prints `present 1` when a process has a pseudo-terminal
- * other than the console's (a person in a shell or attached), else `present 0`; then the
- * age in seconds, by the guest's clock, of the newest file write in any agent task's folder
- * (nothing when there is no agent task). Bash builtins over /proc, no procps needed.
+ * Dormancy probe (§4.4): `isx USER`; prints `present 1` when a person is present: a process
+ * has a pseudo-terminal other than the console's (a person in a shell or joined), an agent
+ * process runs without the `ISX_MCP_TASK` marker (a person's agent, terminal or not), or an
+ * agent task's join lock is held; else `present 0`; then the age in seconds, by the guest's
+ * clock, of the newest file write in any agent task's folder (nothing when there is no agent
+ * task). Bash builtins over /proc, no procps needed.
  */
-export const QUIET_SH: string = PRELUDE + sh`
+export const QUIET_SH: string = PRELUDE + PRESENCE_FNS + sh`
 cons=; [ -e /dev/console ] && cons=$(stat -Lc '%t:%T' /dev/console 2>/dev/null)
 present=0
 for st in /proc/[0-9]*/stat; do
@@ -203,11 +233,15 @@ for st in /proc/[0-9]*/stat; do
   [ "$(printf '%x:%x' "$maj" "$min")" = "$cons" ] && continue
   present=1; break
 done
+agents=()
+if [ -d "$root" ]; then
+  for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue
+    k=; rdl k "$p/kind"; [ "$k" = agent ] && agents+=("$n"); done
+fi
+if [ $present = 0 ] && presence "$%{agents[@]}" | grep -q -E '^presence (proc [0-9]+ - |lock )'; then present=1; fi
 echo "present $present"
-[ -d "$root" ] || exit 0
 newest=
-for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue
-  k=; rdl k "$p/kind"; [ "$k" = agent ] || continue
+for n in "$%{agents[@]}"; do p=$root/$n
   t=$(find "$p" -xdev -type f -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1); t=$%{t%%.*}
   case $t in ''|*[!0-9]*) continue;; esac
   if [ -z "$newest" ] || [ "$t" -gt "$newest" ]; then newest=$t; fi

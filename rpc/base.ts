@@ -1,6 +1,6 @@
 /**
  * The library without the sandbox engine: errors, logging, the version, durations, JSON
- * lines, PEM/x509 helpers and the Incus client. `proxy/` imports this instead of `mod.ts`,
+ * lines, PEM/x509 helpers, the config YAML reader and the Incus client. `proxy/` imports this instead of `mod.ts`,
  * because the engine (compose, zod schemas, planning) would add ~25 MiB to the resident
  * memory of a process that never creates a sandbox (issue 11: the proxy's footprint).
  *
@@ -16,3 +16,4 @@ export * from "./version.ts";
 export * from "./incus/mod.ts";
 export * from "./clock.ts";
 export * from "./link_race.ts";
+export { parseYaml } from "./yaml.ts";

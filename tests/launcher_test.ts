@@ -197,3 +197,102 @@ Deno.test({
     });
   },
 });
+
+Deno.test("the incus client's default-remote is followed: the launcher grants its config and isx uses it; --socket keeps the socket", async () => {
+  await withHome(async (dir, env) => {
+    const cwd = `${dir}/work`;
+    const conf = `${env.HOME}/.config/incus`;
+    const grantsConf = (flags: string[]) =>
+      flags.some((f) => f.startsWith("--allow-read=") && f.split(/[=,]/).includes(conf));
+    assert.equal(grantsConf(await printed("isx", ["list"], env, cwd)), false);
+    // `incus remote switch lab`, after the flags were cached: the cache is stale, not reused
+    const cached = `${dir}/cache/isx-launch`;
+    for (const e of Deno.readDirSync(cached)) {
+      const old = new Date(Date.now() - 86_400_000);
+      await Deno.utime(`${cached}/${e.name}`, old, old);
+    }
+    await Deno.mkdir(conf, { recursive: true });
+    await Deno.writeTextFile(
+      `${conf}/config.yml`,
+      "default-remote: lab\nremotes:\n  lab:\n    addr: https://127.0.0.1:9\n    protocol: incus\n",
+    );
+    assert.equal(grantsConf(await printed("isx", ["list"], env, cwd)), true);
+    const run = async (args: string[]) => {
+      const out = await new Deno.Command(`${ROOT}/bin/isx`, {
+        args,
+        cwd,
+        env: {
+          ...env,
+          DENO_DIR: Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`,
+        },
+        clearEnv: true,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code: out.code, err: new TextDecoder().decode(out.stderr) };
+    };
+    // followed: lab has no client certificate yet (the socket would have listed instances)
+    const followed = await run(["list"]);
+    assert.equal(followed.code, 1, followed.err);
+    assert.match(followed.err, /Incus remote "lab": no client certificate/);
+    // a socket named is a choice of the local daemon: lab is not used
+    const sock = await run(["--socket", "/nonexistent/isx/unix.socket", "list"]);
+    assert.doesNotMatch(sock.err, /lab/);
+    assert.match(sock.err, /\/nonexistent\/isx\/unix\.socket/);
+  });
+});
+
+/** The `deno` argv bin/isx execs for `args`: a stand-in deno records it (flags.ts runs for real). */
+async function execArgv(args: string[], env: Record<string, string>, dir: string) {
+  const fake = `${dir}/fake-deno`;
+  await Deno.writeTextFile(
+    fake,
+    `#!/usr/bin/env bash\nfor a in "$@"; do [[ "$a" == */cli/flags.ts ]] && exec "${DENO}" "$@"; done\n` +
+      `printf '%s\\n' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const out = await new Deno.Command(`${ROOT}/bin/isx`, {
+    args,
+    cwd: `${dir}/work`,
+    env: { ...env, ISX_DENO: fake },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
+}
+
+Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, and nothing else with them", async () => {
+  const { PROXY_V8_FLAGS } = await import("../cli/proxy_lifecycle.ts");
+  assert.ok(SCRIPT.includes(`PROXY_V8_FLAGS="${PROXY_V8_FLAGS}"`), "the launcher's value differs");
+  const CASES = [
+    ["proxy", "run"],
+    ["proxy", "run", "--log-file", "/tmp/x.log"],
+    ["--socket", "/run/x.socket", "proxy", "run"],
+    ["--project=p", "-q", "proxy", "run"],
+    ["proxy", "--remote", "lab", "run"],
+    ["proxy", "status"],
+    ["proxy", "start"],
+    ["list"],
+    ["--socket", "proxy", "run"], // "proxy" is the socket here: the command is "run"
+    ["run", "proxy"],
+    ["mcp"],
+  ];
+  await withHome(async (dir, env) => {
+    for (const args of CASES) {
+      const { command, rest } = splitGlobal(args, () => undefined);
+      const want = command === "proxy" && rest.find((a) => !a.startsWith("-")) === "run";
+      const flag = `--v8-flags=${PROXY_V8_FLAGS}`;
+      const printedLines = await printed("isx", args, env, `${dir}/work`);
+      assert.equal(printedLines.includes(`# ${flag}`), want, `printed: ${args.join(" ")}`);
+      const argv = await execArgv(args, env, dir);
+      const main = argv.indexOf(`${ROOT}/main.ts`);
+      assert.ok(main > 0, argv.join(" "));
+      assert.equal(argv.slice(0, main).includes(flag), want, `exec: ${args.join(" ")}`);
+      assert.deepEqual(argv.slice(main + 1), args); // the program's own arguments, untouched
+    }
+    // isb never runs the proxy
+    assert.ok(!(await printed("isb", ["rpc"], env, `${dir}/work`)).some((l) => l.includes("v8")));
+  });
+});

@@ -4,14 +4,13 @@
  * long as the instance and no host ledger can drift from Incus. A repeat finds the instance
  * under the key among the user's instances (any session): still being made → `busy` (here)
  * or `not_held` (a live session elsewhere); kept → `refused`; otherwise it is replayed, an
- * orphan adopted first, and a repeat asking for another template is `invalid_argument`.
- * The instance is made exactly as `isx branch` makes it ({@link branchInstance}); the limit
+ * orphan adopted first, and a repeat asking for another template is `invalid_argument`
+ * (replay.ts). The instance is made exactly as `isx branch` makes it ({@link branchInstance}); the limit
  * is counted before the copy, with creates in flight reserved.
  *
  * @module
  */
 
-import type { Instance } from "../../rpc/base.ts";
 import { hasCode, isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
@@ -23,102 +22,11 @@ import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
-import { takeOver } from "./take_over.ts";
 import type { Definitions } from "../templates/load.ts";
+import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
 
-/** What create_instance was asked. */
-export interface CreateArgs {
-  /** The template (exactly one of this and `from_instance`). */
-  template?: string;
-  /** A stopped instance this session holds, to fork. */
-  from_instance?: string;
-  /** Name hint. */
-  name_hint?: string;
-  /** Purpose. */
-  purpose?: string;
-  /** Idempotency key. */
-  idempotency_key?: string;
-}
-
-/** What create_instance answers. */
-export interface Created {
-  instance: string;
-  template: string;
-  purpose?: string;
-  forked_from?: string;
-  ip?: string;
-  workdir: string;
-  tools: string[];
-  supports_delegate: boolean;
-  replayed?: boolean;
-}
-
-/** The user's isx mcp instances (one listing). */
-export async function userInstances(s: Session): Promise<Instance[]> {
-  const all = await s.incus.listInstances();
-  return all.filter((i) => {
-    const st = readStamps(i.config);
-    return st[STAMP.type] === "instance" && st[MCP_STAMP.owner] === s.deps.owner;
-  });
-}
-
-function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): string | undefined {
-  const net = (i.state?.network ?? {}) as Record<
-    string,
-    { addresses: { family: string; scope: string; address: string }[] }
-  >;
-  for (const [dev, n] of Object.entries(net)) {
-    if (dev === "lo") continue;
-    const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
-    if (a) return a.address;
-  }
-  return undefined;
-}
-
-async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
-  const st = readStamps(inst.config);
-  const made = st[STAMP.parent] === st[STAMP.profile]
-    ? `template "${st[STAMP.profile]}"`
-    : `instance "${st[STAMP.parent]}"`;
-  const asked = args.from_instance
-    ? `instance "${args.from_instance}"`
-    : `template "${args.template}"`;
-  if (made !== asked) {
-    throw new RefusalError(
-      "invalid_argument",
-      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
-    );
-  }
-  const template = st[STAMP.profile] ?? "";
-  const standing = s.standingOf(inst);
-  if (standing.kind === "kept") {
-    throw new RefusalError(
-      "refused",
-      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which was handed to the user with keep_instance; look it up with list_instances rather than retrying`,
-    );
-  }
-  if (standing.kind === "held_elsewhere") {
-    throw new RefusalError(
-      "not_held",
-      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which another live session (pid ${standing.pid}, client ${standing.client}) holds; use adopt_instance with force to take it`,
-    );
-  }
-  if (standing.kind === "orphan") await takeOver(s, inst);
-  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
-  const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
-  const ip = state ? ipOf({ ...inst, state } as never) : undefined;
-  return {
-    instance: inst.name,
-    template,
-    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
-    ...(st[STAMP.parent] !== template ? { forked_from: st[STAMP.parent]! } : {}),
-    ...(ip ? { ip } : {}),
-    workdir: st[STAMP.workdir] || "/home/agentuser",
-    tools: facts.tools,
-    supports_delegate: facts.delegate_agents.length > 0,
-    replayed: true,
-  };
-}
+export { replayKeyed, userInstances } from "./replay.ts";
+export type { CreateArgs, Created } from "./replay.ts";
 
 /** Runs `isx branch`'s preflight; its refusal (the user must act) is `refused`. */
 export async function preflight(
@@ -159,21 +67,25 @@ export function instanceName(template: string, hint?: string): string {
   return `mcp-${base}${hint ? `-${hint}` : ""}-${randomTag(5)}`.slice(0, 63);
 }
 
-/** Creates (or replays) an instance. */
-export async function createInstance(s: Session, args: CreateArgs): Promise<Created> {
+/**
+ * Creates (or replays) an instance. `keyClaimed`: the caller (a keyed delegate) already
+ * registered the key as in flight and looked it up.
+ */
+export async function createInstance(
+  s: Session,
+  args: CreateArgs,
+  o: { keyClaimed?: boolean } = {},
+): Promise<Created> {
   const key = args.idempotency_key;
   const cfg = s.deps.readConfig();
-  if (key) {
+  if (key && !o.keyClaimed) {
     if (s.keysInFlight.has(key)) {
       throw new RefusalError(
         "busy",
         `idempotency key "${key}": the first call is still running; retry as is`,
       );
     }
-    const found = (await userInstances(s)).filter((i) =>
-      readStamps(i.config)[MCP_STAMP.key] === key
-    )
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+    const found = await underKey(s, key);
     if (found[0]) return replay(s, found[0], args);
   }
   const defs = s.deps.definitions();
@@ -231,7 +143,8 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
     kept: false,
   };
   s.held.set(name, held);
-  if (key) s.keysInFlight.add(key);
+  const claim = key && !o.keyClaimed;
+  if (claim) s.keysInFlight.add(key);
   try {
     const d = branchDefaults(defs, template);
     const r = await branchInstance(s.incus, {
@@ -254,10 +167,7 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
     if (args.from_instance) await clearTasks(s, name);
     if (key) {
       // across sessions: the first instance made under the key answers; a later copy goes
-      const under = (await userInstances(s)).filter((i) =>
-        readStamps(i.config)[MCP_STAMP.key] === key
-      )
-        .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+      const under = await underKey(s, key);
       if (under[0] && under[0].name !== name) {
         s.held.delete(name);
         await destroyIsxInstance(s.incus, name).catch(() => {});
@@ -282,6 +192,6 @@ export async function createInstance(s: Session, args: CreateArgs): Promise<Crea
     if (!hasCode(e, "already_exists")) await destroyIsxInstance(s.incus, name).catch(() => {});
     throw e;
   } finally {
-    if (key) s.keysInFlight.delete(key);
+    if (claim) s.keysInFlight.delete(key);
   }
 }

@@ -90,3 +90,19 @@ Deno.test("the engine passes ids and values as argv after the user, never in the
   );
   assert.match(script, /bash -c 'echo \$\(id\)'/);
 });
+
+Deno.test("launch maps the guest's busy-agent refusal (exit 16) to agent_busy data", async () => {
+  const busy = createTaskEngine({ incus: guest(16, "isx: agent task t1-zz is running\n").incus });
+  await assert.rejects(
+    busy.launch("web", { taskId: "t2-a", run: 1, kind: "agent", script: "" }),
+    (e: unknown) =>
+      code("operation_failed")(e) && (e as IsbError).data?.agent_busy === "t1-zz" &&
+      /agent task t1-zz is running there/.test(String(e)),
+  );
+  // an exit 16 without the guest's line is an ordinary failure (no task id is made up)
+  const odd = createTaskEngine({ incus: guest(16, "something else\n").incus });
+  await assert.rejects(
+    odd.launch("web", { taskId: "t2-a", run: 1, kind: "agent", script: "" }),
+    (e: unknown) => code("operation_failed")(e) && (e as IsbError).data === undefined,
+  );
+});

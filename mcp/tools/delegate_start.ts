@@ -57,8 +57,8 @@ async function busyAgent(s: Session, instance: string): Promise<string | undefin
   return agents.find((t) => p.get(t.id) !== "done")?.id;
 }
 
-/** Claims `instance` for a start, or refuses `wrong_state` if an agent runs or starts there. */
-async function claim(s: Session, instance: string, claims: StartClaims): Promise<void> {
+/** Claims `instance` for a start, or refuses `wrong_state` if a start is under way there. */
+function claim(s: Session, instance: string, claims: StartClaims): void {
   const inFlight = starting.get(s) ?? new Set<string>();
   starting.set(s, inFlight);
   if (inFlight.has(instance)) {
@@ -69,6 +69,10 @@ async function claim(s: Session, instance: string, claims: StartClaims): Promise
   }
   inFlight.add(instance);
   claims.claimed = instance;
+}
+
+/** Refuses `wrong_state` when an agent task this session knows runs in `instance`. */
+async function refuseBusy(s: Session, instance: string): Promise<void> {
   const busy = await busyAgent(s, instance);
   if (busy) {
     throw new RefusalError(
@@ -91,16 +95,33 @@ export async function prepareDelegation(
 ) {
   let instance = o.instance;
   if (instance) {
-    await claim(s, instance, o.claims);
+    claim(s, instance, o.claims);
   } else {
+    // a keyed fresh instance carries the key (stamped by the copy request itself, §5)
     const c = await createInstance(s, {
       template: o.template,
       name_hint: "task",
       ...(o.purpose ? { purpose: o.purpose } : {}),
-    });
-    instance = o.claims.created = c.instance;
+      ...(o.key ? { idempotency_key: o.key } : {}),
+    }, { keyClaimed: true });
+    instance = c.instance;
+    if (c.replayed) {
+      // another session's copy under the key came first (and is an orphan now): its task,
+      // if it has one, answers a retry; else the task starts there, and stays if it fails
+      claim(s, instance, o.claims);
+      if (o.key && await taskService(s).findKeyed(s, instance, o.key)) {
+        throw new RefusalError(
+          "busy",
+          `idempotency key "${o.key}": another call started this task first; retry as is to get it`,
+        );
+      }
+    } else {
+      o.claims.created = instance;
+    }
   }
+  // held here and running first (not_held says more than a stale busy), then not busy
   const { workdir } = await requireRunning(s, instance);
+  if (o.claims.claimed) await refuseBusy(s, instance);
   const want = o.cwd === undefined
     ? workdir
     : o.cwd.startsWith("/")

@@ -15,8 +15,8 @@
  * @module
  */
 
-import { CORE_SCHEMA, load } from "js-yaml";
 import { IsbError } from "../errors.ts";
+import { parseYaml } from "../yaml.ts";
 import type { TlsIdentity } from "./http.ts";
 import type { ServerInfo } from "./types.ts";
 
@@ -51,7 +51,7 @@ export function parseRemotes(text: string, file: string): Record<string, IncusRe
   if (!text.trim()) return {};
   let doc: unknown;
   try {
-    doc = load(text, { schema: CORE_SCHEMA });
+    doc = parseYaml(text);
   } catch (e) {
     throw new IsbError("parse", `read Incus client config ${file}: ${(e as Error).message}`);
   }

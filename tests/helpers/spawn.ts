@@ -13,6 +13,7 @@
 import { splitGlobal } from "../../cli/args.ts";
 import { launchFlags, launchMode } from "../../cli/launch.ts";
 import { contextFrom } from "../../cli/permissions.ts";
+import { followedDefaultRemote, readIfPermitted } from "../../cli/perm_context.ts";
 import { lines } from "../../rpc/jsonl.ts";
 
 /** The repository root. */
@@ -26,13 +27,15 @@ export interface SpawnOptions {
   cwd?: string;
   /** The program name (default: `ISX_PROG` of `env`, else `isb`). */
   prog?: "isb" | "isx";
+  /** Start through the launcher a user runs (`bin/isb`, `bin/isx`) instead of `deno run`. */
+  launcher?: boolean;
 }
 
 /** A running program. */
 export interface ProgramHandle extends AsyncDisposable {
   /** The child process. */
   readonly child: Deno.ChildProcess;
-  /** The exact `deno run` arguments used. */
+  /** The exact `deno run` arguments used (the launcher's arguments with `launcher`). */
   readonly args: readonly string[];
   /** The next stdout line, or `undefined` at EOF; rejects after `timeoutMs` (default 30 s). */
   readLine(timeoutMs?: number): Promise<string | undefined>;
@@ -60,7 +63,11 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
     const parsed = splitGlobal(args, env);
     socket = parsed.global.socket;
     command = parsed.command;
-    remote = parsed.global.remote !== undefined;
+    remote = parsed.global.remote !== undefined ||
+      followedDefaultRemote(env, {
+          socketFlag: parsed.global.socketFlag === true,
+          read: readIfPermitted,
+        }) !== undefined;
   } catch {
     socket = undefined;
   }
@@ -89,10 +96,11 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
 
 /** Starts the program with `args`; dispose the handle (`await using`) to end it. */
 export function spawnProgram(args: string[], opts: SpawnOptions = {}): ProgramHandle {
-  const argv = programArgs(args, opts);
-  const child = new Deno.Command(Deno.execPath(), {
+  const prog = opts.prog ?? opts.env?.ISX_PROG ?? "isb";
+  const argv = opts.launcher ? args : programArgs(args, opts);
+  const child = new Deno.Command(opts.launcher ? `${ROOT}/bin/${prog}` : Deno.execPath(), {
     args: argv,
-    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: opts.prog ?? opts.env?.ISX_PROG ?? "isb" },
+    env: { NO_COLOR: "1", ...opts.env, ISX_PROG: prog },
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     stdin: "piped",
     stdout: "piped",

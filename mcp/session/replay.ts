@@ -1,0 +1,130 @@
+/**
+ * Finding what a key made (§5, seed 000): the user's instances, the one made first under an
+ * idempotency key, and its replay: kept → `refused`, held by a live session → `not_held`, an
+ * orphan taken over (take_over.ts), another template or fork source → `invalid_argument`,
+ * never redirected.
+ *
+ * @module
+ */
+
+import type { Instance } from "../../rpc/base.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
+import { RefusalError } from "../errors.ts";
+import { MCP_STAMP } from "./holding.ts";
+import type { Session } from "./session.ts";
+import { approvedTemplate } from "./templates.ts";
+import { takeOver } from "./take_over.ts";
+
+/** What create_instance was asked. */
+export interface CreateArgs {
+  /** The template (exactly one of this and `from_instance`). */
+  template?: string;
+  /** A stopped instance this session holds, to fork. */
+  from_instance?: string;
+  /** Name hint. */
+  name_hint?: string;
+  /** Purpose. */
+  purpose?: string;
+  /** Idempotency key. */
+  idempotency_key?: string;
+}
+
+/** What create_instance answers. */
+export interface Created {
+  instance: string;
+  template: string;
+  purpose?: string;
+  forked_from?: string;
+  ip?: string;
+  workdir: string;
+  tools: string[];
+  supports_delegate: boolean;
+  replayed?: boolean;
+}
+
+/** The user's isx mcp instances (one listing). */
+export async function userInstances(s: Session): Promise<Instance[]> {
+  const all = await s.incus.listInstances();
+  return all.filter((i) => {
+    const st = readStamps(i.config);
+    return st[STAMP.type] === "instance" && st[MCP_STAMP.owner] === s.deps.owner;
+  });
+}
+
+function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): string | undefined {
+  const net = (i.state?.network ?? {}) as Record<
+    string,
+    { addresses: { family: string; scope: string; address: string }[] }
+  >;
+  for (const [dev, n] of Object.entries(net)) {
+    if (dev === "lo") continue;
+    const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
+    if (a) return a.address;
+  }
+  return undefined;
+}
+
+/** Replays the instance `inst` found under the key of `args` (see the module doc). */
+export async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
+  const st = readStamps(inst.config);
+  const made = st[STAMP.parent] === st[STAMP.profile]
+    ? `template "${st[STAMP.profile]}"`
+    : `instance "${st[STAMP.parent]}"`;
+  const asked = args.from_instance
+    ? `instance "${args.from_instance}"`
+    : `template "${args.template}"`;
+  if (made !== asked) {
+    throw new RefusalError(
+      "invalid_argument",
+      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
+    );
+  }
+  const template = st[STAMP.profile] ?? "";
+  const standing = s.standingOf(inst);
+  if (standing.kind === "kept") {
+    throw new RefusalError(
+      "refused",
+      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which was handed to the user with keep_instance; look it up with list_instances rather than retrying`,
+    );
+  }
+  if (standing.kind === "held_elsewhere") {
+    throw new RefusalError(
+      "not_held",
+      `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which another live session (pid ${standing.pid}, client ${standing.client}) holds; use adopt_instance with force to take it`,
+    );
+  }
+  if (standing.kind === "orphan") await takeOver(s, inst);
+  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
+  const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
+  const ip = state ? ipOf({ ...inst, state } as never) : undefined;
+  return {
+    instance: inst.name,
+    template,
+    ...(st[MCP_STAMP.purpose] ? { purpose: st[MCP_STAMP.purpose] } : {}),
+    ...(st[STAMP.parent] !== template ? { forked_from: st[STAMP.parent]! } : {}),
+    ...(ip ? { ip } : {}),
+    workdir: st[STAMP.workdir] || "/home/agentuser",
+    tools: facts.tools,
+    supports_delegate: facts.delegate_agents.length > 0,
+    replayed: true,
+  };
+}
+
+/** The user's instances made under `key`, the first made first (`created_at`, then name). */
+export async function underKey(s: Session, key: string): Promise<Instance[]> {
+  return (await userInstances(s)).filter((i) => readStamps(i.config)[MCP_STAMP.key] === key)
+    .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+}
+
+/**
+ * The replay of a keyed create when an instance exists under its key (§5 decision order:
+ * kept `refused`, held by a live session `not_held`, an orphan adopted, another template or
+ * source `invalid_argument`); undefined when nothing was made under it.
+ */
+export async function replayKeyed(
+  s: Session,
+  args: CreateArgs & { idempotency_key: string },
+): Promise<Created | undefined> {
+  const found = await underKey(s, args.idempotency_key);
+  return found[0] ? await replay(s, found[0], args) : undefined;
+}
