@@ -12,6 +12,7 @@ import { serveMcp } from "../mcp/server/mod.ts";
 import {
   engineTasks,
   fileAuditor,
+  mcpOwner,
   newSessionId,
   readMcpConfig,
   Session,
@@ -22,7 +23,7 @@ import {
 } from "../mcp/session/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
-import { loadProxyConfig } from "../proxy/host_config.ts";
+import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import { createIncusClient, log } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
@@ -74,7 +75,8 @@ Options:
     const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
     const tasks = engineTasks(createTaskEngine({ incus: client }));
     const id = newSessionId(Deno.pid, Date.now());
-    // liveness: this process holds a lock on its session file until it dies (identity.ts)
+    // liveness: this process holds a lock on its session file until it dies
+    // (mcp/host/session_locks.ts)
     const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
     locks.start(id);
     const session = new Session({
@@ -123,7 +125,7 @@ Options:
       alive: (other) => locks.alive(other),
       id,
       // the host user, and the state dir whose session locks tell its sessions' liveness
-      owner: `${Deno.uid() ?? 0}:${stateDir}`,
+      owner: mcpOwner(Deno.uid() ?? 0, stateDir),
       pid: Deno.pid,
       cwd,
       now: () => Date.now(),

@@ -69,7 +69,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
-    // table (proxy/guard.ts), written with `nft -f -`
+    // table (proxy/callers/guard.ts), written with `nft -f -`
     run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
@@ -154,6 +154,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.cwd}/.isx`,
       `${c.stateDir}/ca/ca.crt`,
+      `${c.stateDir}/mcp/sessions`, // isx list: which isx mcp holders still run (their locks)
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)

@@ -30,7 +30,7 @@ function sh(s: TemplateStringsArray): string {
  * path forks nothing but one `systemctl` (bash builtins only): on a loaded 2-core host each
  * process costs ~6 ms, and the probe runs every 2 s per instance.
  */
-const PRELUDE = sh`
+export const PRELUDE: string = sh`
 u=$1; shift
 h=
 while IFS=: read -r n _ _ _ _ hh _; do [ "$n" = "$u" ] && { h=$hh; break; }; done </etc/passwd

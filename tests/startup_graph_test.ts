@@ -169,13 +169,15 @@ Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP l
   assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
   // zod (~11 MiB resident) and js-yaml with the Node layer (~4 MiB): the proxy reads its
-  // config with rpc/yaml.ts and proxy/shape.ts; the tools reader (mcp/tool_rules.ts, which
+  // config with rpc/yaml.ts and proxy/config/shape.ts; the tools reader (mcp/tool_rules.ts, which
   // has both) is a dynamic import, made only when a tool can exist (cli/proxy_run.ts)
   assert.deepEqual(under(got, "npm:"), []);
   assert.deepEqual(under(got, "mcp/"), []);
   // the graph is read right: the proxy and its config readers are there
   assert.ok(got.includes("proxy/mod.ts") && got.includes("rpc/yaml.ts"), got.join(" "));
-  assert.ok(got.includes("proxy/credentials.ts") && got.includes("proxy/host_config.ts"));
+  assert.ok(
+    got.includes("proxy/config/credentials.ts") && got.includes("proxy/config/host_config.ts"),
+  );
 });
 
 Deno.test("isx proxy run's one dynamic import is the tools reader", async () => {
@@ -191,20 +193,26 @@ Deno.test("isx proxy run's one dynamic import is the tools reader", async () => 
 Deno.test("isx mcp loads neither the proxy server, the template builder nor the sandbox engine", async () => {
   // issue 11 (start-up): an agent spawns one `isx mcp` per session and waits for it
   const got = await loads("cli/mcp.ts");
-  assert.deepEqual(under(got, "proxy/mod.ts", "proxy/server.ts", "proxy/start.ts"), []);
-  assert.deepEqual(under(got, "proxy/intercept.ts", "proxy/relay.ts", "proxy/ca.ts"), []);
+  assert.deepEqual(under(got, "proxy/mod.ts", "proxy/relay/server.ts", "proxy/host/_start.ts"), []);
+  assert.deepEqual(
+    under(got, "proxy/tls/intercept.ts", "proxy/relay/relay.ts", "proxy/tls/ca.ts"),
+    [],
+  );
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "npm:/@peculiar", "rpc/sandbox/", "rpc/mod.ts"), []);
   // the graph is read right: the MCP server and the proxy's config reader are there
-  assert.ok(got.includes("mcp/server/mod.ts") && got.includes("proxy/host_config.ts"));
+  assert.ok(got.includes("mcp/server/mod.ts") && got.includes("proxy/config/host_config.ts"));
 });
 
 Deno.test("isx list loads neither the proxy server, the template builder nor the MCP server", async () => {
   // issue 11 (start-up): list has its own module, without branch's loader and preflight
   const got = await loads("cli/list.ts");
-  assert.deepEqual(under(got, "proxy/mod.ts", "proxy/server.ts", "proxy/start.ts"), []);
-  assert.deepEqual(under(got, "proxy/intercept.ts", "proxy/relay.ts", "proxy/ca.ts"), []);
+  assert.deepEqual(under(got, "proxy/mod.ts", "proxy/relay/server.ts", "proxy/host/_start.ts"), []);
+  assert.deepEqual(
+    under(got, "proxy/tls/intercept.ts", "proxy/relay/relay.ts", "proxy/tls/ca.ts"),
+    [],
+  );
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
