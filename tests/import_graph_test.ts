@@ -76,6 +76,7 @@ function allowed(from: string, to: string): boolean {
       "mcp/instances/mod.ts",
       "mcp/session/mod.ts",
       "mcp/server/mod.ts",
+      "mcp/tools/mod.ts", // the tool table, loaded by cli/mcp_backend.ts after the handshake
       "mcp/tasks/mod.ts",
       "mcp/templates/load.ts",
       "mcp/templates/schema.ts",
@@ -95,6 +96,8 @@ function allowed(from: string, to: string): boolean {
       "rpc/mod.ts",
       "rpc/base.ts", // the library less the sandbox engine, which mcp/ never runs (start-up)
       "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
+      "rpc/jsonl.ts", // leaves: what the protocol layer (mcp/server/) answers the handshake with
+      "rpc/version.ts",
       "guest/mod.ts",
       "guest/protocol.ts",
       "proxy/activity/activity.ts",
