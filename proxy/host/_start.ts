@@ -31,6 +31,9 @@ import {
 import type { Resolver } from "../egress/guard.ts";
 import type { HostNets } from "../egress/dial.ts";
 import { Handoff } from "../callers/handoff.ts";
+import { type ExtraListen, ExtraListens, listenOrThrow } from "./_extra_listens.ts";
+
+export type { ExtraListen } from "./_extra_listens.ts";
 
 /** Where the proxy listens. */
 export interface ProxyListen {
@@ -40,16 +43,6 @@ export interface ProxyListen {
   forward: { hostname: string; port: number };
   /** The ops port(s) (gateway:18080 and 127.0.0.1:18080). */
   health: { hostname: string; port: number }[];
-}
-
-/** Another gateway to serve: its address and the TLS and forward ports there. */
-export interface ExtraListen {
-  /** The gateway address. */
-  hostname: string;
-  /** TLS interception port (443). */
-  tls: number;
-  /** Forward proxy port (3128). */
-  forward: number;
 }
 
 /** Options of {@link startProxy}. */
@@ -219,53 +212,17 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     const fwd = forward;
     const icp = intercept;
     let closed: Promise<void> | undefined;
-    const extras = new Map<string, { close(): Promise<void> }>();
-    let extraQueue: Promise<unknown> = Promise.resolve();
-    const serial = <T>(f: () => Promise<T>): Promise<T> => {
-      const p = extraQueue.then(f);
-      extraQueue = p.catch(() => {});
-      return p;
-    };
-    const removeListen = (hostname: string) =>
-      serial(async () => {
-        const x = extras.get(hostname);
-        if (!x) return;
-        extras.delete(hostname);
-        hostAddresses.delete(normalizeAddress(hostname));
-        await x.close();
-      });
-    const addListen = (at: ExtraListen) =>
-      serial(async () => {
-        if (closed) throw new IsbError("invalid", `serve ${at.hostname}: the proxy is closed`);
-        const old = extras.get(at.hostname);
-        if (old) {
-          extras.delete(at.hostname);
-          await old.close();
-        }
-        const fl = listenOrThrow({ hostname: at.hostname, port: at.forward });
-        let tls: InterceptServer;
-        try {
-          tls = await serveIntercept([{ hostname: at.hostname, port: at.tls }], {
-            leaves,
-            ca: opts.ca,
-            deps: interceptDeps,
-            upstreamCaCerts: opts.upstreamCaCerts,
-            gate,
-          });
-        } catch (e) {
-          fl.close();
-          throw e;
-        }
-        hostAddresses.add(normalizeAddress(at.hostname));
-        const f = serveForward(fl, { ...forwardDeps, mitmPort: mitmAddr.port });
-        extras.set(at.hostname, {
-          async close() {
-            await f.shutdown();
-            await tls.close();
-          },
-        });
-        return { tls: tls.addrs[0]!, forward: fl.addr as Deno.NetAddr };
-      });
+    const extras = new ExtraListens({
+      intercept: {
+        leaves,
+        ca: opts.ca,
+        deps: interceptDeps,
+        upstreamCaCerts: opts.upstreamCaCerts,
+        gate,
+      },
+      forward: forwardDeps,
+      hostAddresses,
+    });
     return {
       addrs: {
         tls: tlsAddr,
@@ -276,13 +233,12 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       counter,
       caFingerprint: opts.ca.fingerprint,
       health,
-      addListen,
-      removeListen,
-      extraListens: () => [...extras.keys()],
+      addListen: (at) => extras.add(at),
+      removeListen: (hostname) => extras.remove(hostname),
+      extraListens: () => extras.names(),
       close() {
         closed ??= (async () => {
-          await extraQueue;
-          for (const h of [...extras.keys()]) await removeListen(h);
+          await extras.close();
           abort.abort();
           await fwd.shutdown();
           await icp.close();
@@ -299,17 +255,5 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     await Promise.all(servers.map((s) => s.finished));
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
-  }
-}
-
-function listenOrThrow(at: { hostname: string; port: number }): Deno.Listener {
-  try {
-    return Deno.listen({ hostname: at.hostname, port: at.port });
-  } catch (e) {
-    throw new IsbError(
-      "io",
-      `start proxy: listen on ${at.hostname}:${at.port}: ${(e as Error).message}`,
-      { cause: e },
-    );
   }
 }

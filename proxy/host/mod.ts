@@ -3,7 +3,8 @@
  * (`_start.ts`, with the accept loop every listener shares in `accept.ts`), `_host.ts`
  * assembles everything from the user's files for `isx proxy`, the ops port (`_health.ts`:
  * `/health`, `/activity`, `/accounts`, `/ca.crt`), the bridge's DNS (`dns.ts`), isx's
- * proxy-only bridge once it exists (`_proxy_only.ts`) and the run files (`_runfiles.ts`).
+ * proxy-only bridge once it exists (`_proxy_only.ts`, served through the listeners a running
+ * proxy adds and removes, `_extra_listens.ts`) and the run files (`_runfiles.ts`).
  *
  * @module
  */
