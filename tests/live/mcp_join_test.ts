@@ -84,8 +84,8 @@ class Tmux {
       .output();
     return { ok: o.success, out: new TextDecoder().decode(o.stdout) };
   }
-  async alive(): Promise<boolean> {
-    return (await this.run("has-session", "-t", "join")).ok;
+  async alive(session = "join"): Promise<boolean> {
+    return (await this.run("has-session", "-t", session)).ok;
   }
   async close(): Promise<void> {
     await this.run("kill-server");
@@ -170,116 +170,158 @@ Deno.test({
         assert.equal((await status(c, task, 60)).state, "finished");
       });
 
-      let pid = 0;
-      await t.step("a person joins through tmux: attached everywhere, with their pid", async () => {
-        const rc = `${h.dir}/join.rc`;
-        const script = `${h.dir}/join.sh`;
-        Deno.writeTextFileSync(
-          script,
-          Object.entries({
-            PATH: Deno.env.get("PATH") ?? "",
-            ...h.env,
-            INCUS_SOCKET: LIVE_SOCKET,
-            TERM: "xterm-256color",
-          })
-            .map(([k, v]) =>
-              `export ${k}=${q(v)}\n`
-            ).join("") +
-            `${q(`${ROOT}/bin/isx`)} shell --no-preflight --task ${task}\necho $? >${q(rc)}\n`,
+      /** A person joins `task` through tmux, is seen and refused, then leaves. */
+      const joinAndLeave = async (agent: string, task: string, shape: (sid: string) => RegExp) => {
+        const session = `join-${agent}`;
+        const rc = `${h.dir}/${session}.rc`;
+        const script = `${h.dir}/${session}.sh`;
+        let pid = 0;
+        await t.step(
+          `${agent}: a person joins through tmux: attached, with their pid`,
+          async () => {
+            Deno.writeTextFileSync(
+              script,
+              Object.entries({
+                PATH: Deno.env.get("PATH") ?? "",
+                ...h.env,
+                INCUS_SOCKET: LIVE_SOCKET,
+                TERM: "xterm-256color",
+              }).map(([k, v]) =>
+                `export ${k}=${q(v)}\n`
+              ).join("") +
+                `${q(`${ROOT}/bin/isx`)} shell --no-preflight --task ${task}\necho $? >${q(rc)}\n`,
+            );
+            const started = await tmux.run(
+              "new-session",
+              "-d",
+              "-s",
+              session,
+              "-x",
+              "120",
+              "-y",
+              "40",
+              `bash ${q(script)}`,
+            );
+            assert.ok(started.ok, "tmux started");
+            // the poller's slow round tells first: nothing else reads the task meanwhile
+            await until("the attached notification", () =>
+              Promise.resolve(
+                seen.some((e) => e.task_id === task && e.state === "attached") ? true : undefined,
+              ), 180_000); // a slow round every ~10 s, but a loaded incusd can stall an exec
+            const st = await status(c, task);
+            assert.equal(st.state, "attached", JSON.stringify(st));
+            pid = Number(st.attached_pid);
+            assert.ok(pid > 0, JSON.stringify(st));
+            const argv = await lab!.root(
+              `tr '\\0' ' ' </proc/${pid}/cmdline; echo; stat -c %U /proc/${pid}`,
+            );
+            const res = sc(await call(c, "task_result", { task_id: task }));
+            assert.ok(typeof res.session_id === "string", JSON.stringify(res));
+            assert.match(argv, shape(res.session_id as string), argv);
+            assert.match(argv, /\nagentuser\n$/, "the agent runs as agentuser");
+            const cwd = await lab!.root(`readlink /proc/${pid}/cwd`);
+            assert.equal(cwd.trim(), PROJECT, "in the task's directory");
+            const listed = sc(await call(c, "list_instances")).instances as Record<
+              string,
+              unknown
+            >[];
+            const mine = listed.find((i) => i.instance === instance)!;
+            assert.equal(
+              (mine.tasks as { task_id: string; state: string }[]).find((x) => x.task_id === task)
+                ?.state,
+              "attached",
+            );
+          },
         );
-        const started = await tmux.run(
-          "new-session",
-          "-d",
-          "-s",
-          "join",
-          "-x",
-          "120",
-          "-y",
-          "40",
-          `bash ${q(script)}`,
-        );
-        assert.ok(started.ok, "tmux started");
-        // the poller's slow round tells first: nothing else reads the task meanwhile
-        await until("the attached notification", () =>
-          Promise.resolve(
-            seen.some((e) => e.task_id === task && e.state === "attached") ? true : undefined,
-          ));
-        const st = await status(c, task);
-        assert.equal(st.state, "attached", JSON.stringify(st));
-        pid = Number(st.attached_pid);
-        assert.ok(pid > 0, JSON.stringify(st));
-        const argv = await lab!.root(
-          `tr '\\0' ' ' </proc/${pid}/cmdline; echo; stat -c %U /proc/${pid}`,
-        );
-        assert.match(
-          argv,
-          new RegExp(`^claude --resume ${String(st.session_id ?? "[0-9a-f-]{36}")}`),
-          argv,
-        );
-        assert.match(argv, /\nagentuser\n$/, "the agent runs as agentuser");
-        const cwd = await lab!.root(`readlink /proc/${pid}/cwd`);
-        assert.equal(cwd.trim(), PROJECT, "in the task's directory");
-        const listed = sc(await call(c, "list_instances")).instances as Record<string, unknown>[];
-        const mine = listed.find((i) => i.instance === instance)!;
-        assert.equal(
-          (mine.tasks as { task_id: string; state: string }[]).find((x) => x.task_id === task)
-            ?.state,
-          "attached",
-        );
-      });
 
-      await t.step(
-        "send_message is refused wrong_state naming the pid; a second join too",
-        async () => {
-          const r = await call(c, "send_message", { task_id: task, message: "hello?" });
-          assert.equal(refusal(r), "wrong_state", text(r));
-          assert.match(
-            text(r),
-            new RegExp(`attached: a person is in its conversation \\(pid ${pid},`),
-          );
-          const second = await isxJoin(h, task);
-          assert.equal(second.code, 7, second.stderr);
-          assert.match(
-            second.stderr,
-            new RegExp(`someone is already in its conversation \\(pid ${pid}\\)`),
-          );
-        },
-      );
+        await t.step(
+          `${agent}: send_message is refused naming the pid; a second join too`,
+          async () => {
+            const r = await call(c, "send_message", { task_id: task, message: "hello?" });
+            assert.equal(refusal(r), "wrong_state", text(r));
+            assert.match(
+              text(r),
+              new RegExp(`attached: a person is in its conversation \\(pid ${pid},`),
+            );
+            const second = await isxJoin(h, task);
+            assert.equal(second.code, 7, second.stderr);
+            assert.match(
+              second.stderr,
+              new RegExp(`someone is already in its conversation \\(pid ${pid}\\)`),
+            );
+          },
+        );
 
-      await t.step("the person quits: finished again, and the notification follows", async () => {
-        // Claude's first screen in a new folder asks for trust: Escape leaves, as Ctrl-C does
-        for (const key of ["Escape", "C-c", "C-c", "C-d"]) {
-          if (!(await tmux.alive())) {
-            break;
-          }
-          await tmux.run("send-keys", "-t", "join", key);
-          await sleep(1500);
-        }
-        await until("the tmux session to end", async () =>
-          (await tmux.alive()) ? undefined : true, 30_000);
-        assert.match(
-          Deno.readTextFileSync(`${h.dir}/join.rc`),
-          /^\d+\n$/,
-          "isx shell ended by itself",
+        await t.step(
+          `${agent}: the person leaves: finished again, the notification follows`,
+          async () => {
+            // Claude's first screen in a new folder asks for trust: Escape leaves; the others
+            // quit on Ctrl-C or Ctrl-D; a person who closes the terminal leaves too (hang-up)
+            for (const key of ["Escape", "C-c", "C-c", "C-d"]) {
+              if (!(await tmux.alive(session))) break;
+              await tmux.run("send-keys", "-t", session, key);
+              await sleep(1500);
+            }
+            let hungUp = false;
+            if (await tmux.alive(session)) {
+              await sleep(5000);
+              if (await tmux.alive(session)) {
+                hungUp = true;
+                await tmux.run("kill-session", "-t", session);
+              }
+            }
+            await until("the tmux session to end", async () =>
+              (await tmux.alive(session)) ? undefined : true, 30_000);
+            if (!hungUp) {
+              assert.match(Deno.readTextFileSync(rc), /^\d+\n$/, "isx shell ended");
+            }
+            // again the poller tells first (a slow round within ~10 s), then task_status agrees
+            await until("the finished notification", () => {
+              const mine = seen.filter((e) =>
+                e.task_id === task
+              ).map((e) => e.state);
+              const at = mine.lastIndexOf("attached");
+              return Promise.resolve(
+                at >= 0 && mine.slice(at + 1).includes("finished") ? true : undefined,
+              );
+            }, 60_000);
+            const st = await status(c, task);
+            assert.equal(st.state, "finished", JSON.stringify(st));
+            assert.equal(st.attached_pid, undefined);
+            assert.equal(
+              (await lab!.root(`[ -e /proc/${pid} ] && echo alive || echo gone`)).trim(),
+              "gone",
+            );
+          },
         );
-        // again the poller tells first (a slow round within ~10 s), then task_status agrees
-        await until("the finished notification", () => {
-          const mine = seen.filter((e) =>
-            e.task_id === task
-          ).map((e) => e.state);
-          const at = mine.lastIndexOf("attached");
-          return Promise.resolve(
-            at >= 0 && mine.slice(at + 1).includes("finished") ? true : undefined,
-          );
-        }, 60_000);
-        const st = await status(c, task);
-        assert.equal(st.state, "finished", JSON.stringify(st));
-        assert.equal(st.attached_pid, undefined);
-        assert.equal(
-          (await lab!.root(`[ -e /proc/${pid} ] && echo alive || echo gone`)).trim(),
-          "gone",
-        );
-      });
+      };
+
+      await joinAndLeave("claude", task, (sid) => new RegExp(`^claude --resume ${sid} `));
+
+      // ISX_TEST_JOIN_AGENTS=codex,pi,opencode adds the other agents' joins
+      const SHAPES: Record<string, (sid: string) => RegExp> = {
+        codex: (sid) => new RegExp(`codex resume ${sid} `),
+        pi: () => /^pi /, // Pi renames itself: its arguments are gone
+        opencode: (sid) => new RegExp(`^opencode --session ${sid} `),
+      };
+      for (const agent of (Deno.env.get("ISX_TEST_JOIN_AGENTS") ?? "").split(",")) {
+        if (!SHAPES[agent]) continue;
+        let other = "";
+        await t.step(`${agent}: a delegated task finishes`, async () => {
+          const r = await call(c, "delegate", {
+            instance,
+            agent,
+            cwd: PROJECT,
+            instruction: "Say hello",
+          });
+          assert.equal(refusal(r), undefined, text(r));
+          other = String(sc(r).task_id);
+          const st = await status(c, other, 180);
+          assert.equal(st.state, "finished", JSON.stringify(st));
+          assert.equal(st.join_command, `isx shell --task ${other}`);
+        });
+        await joinAndLeave(agent, other, SHAPES[agent]!);
+      }
     } finally {
       await tmux.close();
       if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
