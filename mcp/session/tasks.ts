@@ -198,12 +198,14 @@ export function engineTasks(engine: TaskEngine): TaskService {
           `task ${t.id} is still running; wait_any or task_status with wait_seconds first`,
         );
       }
-      s.report(t, r.state, r.exit_code);
+      // a person in the conversation keeps the word attached here too (and unreported twice)
+      const state = withPresence({ state: r.state, run: t.run }, r.person).state;
+      s.report(t, state, r.exit_code);
       return {
         task_id: t.id,
         instance: t.instance,
         kind: t.kind,
-        state: r.state,
+        state,
         ...(r.exit_code !== undefined ? { exit_code: r.exit_code } : {}),
         stdout: r.stdout,
         stderr: r.stderr,

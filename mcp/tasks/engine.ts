@@ -88,6 +88,8 @@ export interface CommandResult {
   stderr_bytes: number;
   /** True when either tail is shorter than its stream. */
   truncated: boolean;
+  /** An agent task's person in the conversation (see {@link TaskStatus.person}). */
+  person?: number;
 }
 
 /** The engine the MCP tools call. */
@@ -291,6 +293,7 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
         truncated: st.stdout_bytes > n || st.stderr_bytes > n,
       };
       if (st.exit_code !== undefined) res.exit_code = st.exit_code;
+      if (st.person !== undefined) res.person = st.person;
       return res;
     },
   };

@@ -217,6 +217,7 @@ Deno.test({
             );
             const res = sc(await call(c, "task_result", { task_id: task }));
             assert.ok(typeof res.session_id === "string", JSON.stringify(res));
+            assert.equal(res.state, "attached", "task_result says attached too");
             assert.match(argv, shape(res.session_id as string), argv);
             assert.match(argv, /\nagentuser\n$/, "the agent runs as agentuser");
             const cwd = await lab!.root(`readlink /proc/${pid}/cwd`);
