@@ -9,7 +9,12 @@
  * run script `agentRunScript` as agentuser), timed from the exec to the first model call: what
  * delegation costs on top of starting the runner is the ratio delegate/direct.
  *
- * Run: `deno run -A bench/delegate_bench.ts [--iterations 5]`. Needs a built tpl-agents.
+ * Then (`--fresh N`, default 3; 0 skips it) the start on a fresh instance, air-gapped
+ * (_fresh_start.ts): `delegate` with `template` and `delegate` to a held instance against
+ * `isx branch` plus the runner started by hand, each to the agent's first event.
+ *
+ * Run: `deno run -A bench/delegate_bench.ts [--iterations 5] [--fresh 3]`. Needs a built
+ * tpl-agents.
  *
  * @module
  */
@@ -17,8 +22,14 @@
 import { parseArgs } from "node:util";
 import { call, connect, makeHome } from "../tests/helpers/mcp.ts";
 import { AgentsLab, PROJECT } from "../tests/helpers/agents_lab.ts";
+import { freshStart } from "./_fresh_start.ts";
 
-const { values } = parseArgs({ options: { iterations: { type: "string", default: "5" } } });
+const { values } = parseArgs({
+  options: {
+    iterations: { type: "string", default: "5" },
+    fresh: { type: "string", default: "3" },
+  },
+});
 const N = Number(values.iterations);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -89,3 +100,4 @@ try {
   await lab?.[Symbol.asyncDispose]();
   await Deno.remove(h.dir, { recursive: true }).catch(() => {});
 }
+if (Number(values.fresh) > 0) await freshStart(Number(values.fresh));
