@@ -32,6 +32,8 @@ const { values } = parseArgs({
 });
 const N = Number(values.iterations);
 
+class Skip extends Error {}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function firstCall(lab: AgentsLab, before: number, t0: number): Promise<number> {
@@ -47,7 +49,9 @@ const h = makeHome({ mcp: "templates: [tpl-agents]\n" });
 const c = await connect(h, "legacy", { extra: ["--no-preflight"] });
 let lab: AgentsLab | undefined;
 let instance = "";
+// --iterations 0 skips the held-instance part
 try {
+  if (N === 0) throw new Skip();
   const made = await call(c, "create_instance", { template: "tpl-agents", purpose: "bench" });
   instance = String((made.structuredContent as Record<string, unknown>).instance);
   lab = await AgentsLab.open({ instance });
@@ -73,7 +77,9 @@ try {
     const d = await firstCall(lab, before, t0);
     for (let k = 0; k < 4; k++) {
       const st = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
-      if ((st.structuredContent as Record<string, unknown>).state !== "running") break;
+      // a refusal (a stalled daemon) is read again; the run's end is what this waits for
+      const state = (st.structuredContent as Record<string, unknown> | undefined)?.state;
+      if (state !== undefined && state !== "running") break;
     }
     // direct: the run script by hand (the baseline)
     const id = `bench-${i}`;
@@ -94,6 +100,8 @@ try {
   console.log(`delegate → first model request: median ${md.toFixed(0)} ms over ${N}`);
   console.log(`direct run script (baseline):   median ${mb.toFixed(0)} ms over ${N}`);
   console.log(`ratio delegate/direct: ${(md / mb).toFixed(2)}`);
+} catch (e) {
+  if (!(e instanceof Skip)) throw e;
 } finally {
   if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
   await c.close();
