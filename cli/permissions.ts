@@ -69,7 +69,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
-    // table (proxy/guard.ts), written with `nft -f -`
+    // table (proxy/callers/guard.ts), written with `nft -f -`
     run: ["gcloud", "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
@@ -164,7 +164,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
   // writes its config), its own state (audit log, session lock files), the guest runner
-  // sources; no program to run.
+  // sources and the program's own modules it imports after start; no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -175,6 +175,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
       `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
+      // its own sources: the session half (cli/mcp_backend.ts) loads after the handshake
+      ...["cli", "mcp", "rpc", "proxy"].map((d) => `${c.programDir}/${d}`),
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

@@ -127,9 +127,7 @@ export function resumedSession(agent: PresenceAgent, args: string[]): string | u
 
 /** Whether a process of `agent` with these arguments is a conversation (not a daemon). */
 function conversational(agent: PresenceAgent, args: string[]): boolean {
-  if (agent !== "codex") return true;
-  const sub = args.find((a) => !a.startsWith("-"));
-  return sub !== "app-server" && sub !== "mcp-server" && sub !== "mcp";
+  return agent !== "codex" || !args.some((a) => a === "app-server" || a === "mcp-server");
 }
 
 function decode(b64: string | undefined): string | undefined {

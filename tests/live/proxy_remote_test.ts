@@ -3,7 +3,7 @@
  * remote over HTTPS (tests/helpers/incus_remote.ts: loopback, a client certificate the real
  * `incus remote add --token` made), the instances launched through that remote with pinned
  * NICs as `isx branch` pins them, and the proxy's registry (`incusSource` over the HTTPS
- * client, as `isx --remote NAME proxy run` builds it in proxy/host.ts) naming the callers of
+ * client, as `isx --remote NAME proxy run` builds it in proxy/host/_host.ts) naming the callers of
  * its forward port on the bridge. Each guest's request is counted under its own name and no
  * other; a caller no instance owns (the host) gets 403. The targets are in TEST-NET-1, which
  * the proxy refuses without connecting, so nothing leaves the host.
@@ -11,10 +11,10 @@
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
 import { createIncusClient, type IncusClient, resolveRemote } from "../../rpc/mod.ts";
-import { loadCa } from "../../proxy/ca.ts";
-import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
-import { parseCredentials } from "../../proxy/credentials.ts";
-import { bridgeGateway } from "../../proxy/dns.ts";
+import { loadCa } from "../../proxy/tls/ca.ts";
+import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
+import { parseCredentials } from "../../proxy/config/credentials.ts";
+import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
 import { liveRemote } from "../helpers/incus_remote.ts";
