@@ -12,7 +12,7 @@
 
 import { createIncusClient } from "../rpc/mod.ts";
 import { capture, GUEST_CA_PATH, repairGuestCa, SLOW_DAEMON_MS, waitForRun } from "../mcp/mod.ts";
-import { certFingerprint, createCa } from "../proxy/ca.ts";
+import { certFingerprint, createCa } from "../proxy/tls/ca.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 7);
 const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";

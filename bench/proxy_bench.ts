@@ -29,7 +29,7 @@
  */
 
 import { parseArgs } from "node:util";
-import type { Caller, CallerLookup } from "../proxy/clients.ts";
+import type { Caller, CallerLookup } from "../proxy/callers/clients.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -106,8 +106,10 @@ async function upstreamRole(dir: string): Promise<void> {
  */
 async function proxyRole(dir: string, upstreamPort: string, tree: string): Promise<void> {
   const at = (f: string) => import(`file://${tree}/${f}`);
-  const { signerFromPem } = await at("proxy/ca.ts");
-  const { parseCredentials } = await at("proxy/credentials.ts");
+  // the module of this layout, else of the flat proxy/ of older trees (a "before" variant)
+  const either = (now: string, flat: string) => at(now).catch(() => at(flat));
+  const { signerFromPem } = await either("proxy/tls/ca.ts", "proxy/ca.ts");
+  const { parseCredentials } = await either("proxy/config/credentials.ts", "proxy/credentials.ts");
   const { Policy, startProxy } = await at("proxy/mod.ts");
   let run = "cli/proxy_run.ts";
   await Deno.stat(`${tree}/${run}`).catch(() => (run = "cli/proxy.ts"));
@@ -228,7 +230,7 @@ async function client(): Promise<void> {
   const MB = Number(values.mb);
   const STREAMS = Number(values.streams);
   const ROUNDS = Number(values.rounds);
-  const { createCa, signerFromPem } = await import("../proxy/ca.ts");
+  const { createCa, signerFromPem } = await import("../proxy/tls/ca.ts");
   const dir = await Deno.makeTempDir();
   const caPem = await createCa();
   const leaf = await (await signerFromPem(caPem.certPem, caPem.keyPem)).issueLeaf(["localhost"]);

@@ -7,7 +7,8 @@
 # table: no mode of the program can write its own flags), one file per program and working
 # directory whose first line is the rest of the key: uid, deno, every variable flags.ts reads
 # and, when they can change the flags (`rpc`, `--socket`, `--remote`), the arguments. A file older than
-# any source of the table (LAUNCH_SOURCES) or than deno is stale. A hit starts Deno once; a
+# any source of the table (LAUNCH_SOURCES), than deno or than the incus client's config.yml (its
+# default-remote) is stale. A hit starts Deno once; a
 # miss runs flags.ts first and refills the file. ISX_LAUNCH_PRINT=1 prints the flags instead
 # of starting the program (tests compare them with the table's).
 
@@ -71,7 +72,8 @@ launch_file
 cache="$REPLY"
 if [[ "$key" != *$'\n'* && -f "$cache" && -O "$cache" ]]; then
   fresh=1
-  for f in "${LAUNCH_SOURCES[@]/#/$root/}" "$deno"; do
+  # and the incus client's config.yml: its default-remote decides whether a remote is read
+  for f in "${LAUNCH_SOURCES[@]/#/$root/}" "$deno" "${INCUS_CONF:-${HOME:-/nonexistent}/.config/incus}/config.yml"; do
     if [[ "$f" -nt "$cache" ]]; then fresh=0; fi
   done
   if ((fresh)); then

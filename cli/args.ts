@@ -13,6 +13,8 @@ import { defaultSocket } from "./permissions.ts";
 /** The global flags after env fallbacks. */
 export interface GlobalFlags {
   socket: string;
+  /** True when `--socket` was given (a choice of the local daemon: no default-remote). */
+  socketFlag?: boolean;
   /** Incus project; `undefined` = the default project. */
   project: string | undefined;
   /** Incus remote (`--remote`, env INCUS_REMOTE): a name in the incus client's config.yml or an https:// URL; `undefined` = the socket. */
@@ -102,6 +104,7 @@ export function splitGlobal(argv: string[], env: (k: string) => string | undefin
   return {
     global: {
       socket: str("socket") ?? defaultSocket(get),
+      socketFlag: str("socket") !== undefined,
       project,
       remote: str("remote") ?? get("INCUS_REMOTE"),
       target: str("target") || undefined,

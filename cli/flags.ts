@@ -1,7 +1,8 @@
 /**
  * Prints the permission flags the program must start with, for the launchers in `bin/`:
- * `deno run $(deno run … cli/flags.ts ARGS) main.ts ARGS`. Reads only the environment and
- * the global flags in ARGS (for `--socket`), through the same table as everything else; the
+ * `deno run $(deno run … cli/flags.ts ARGS) main.ts ARGS`. Reads only the environment, the
+ * global flags in ARGS (for `--socket`, `--remote`) and the incus client's config.yml (for
+ * its `default-remote`), through the same table as everything else; the
  * launcher names the program in `ISX_PROG` (`isb` runs only rpc, whose flags deny reads).
  *
  * @module
@@ -10,6 +11,7 @@
 import { splitGlobal } from "./args.ts";
 import { launchFlags, launchMode } from "./launch.ts";
 import { contextFrom } from "./permissions.ts";
+import { followedDefaultRemote, readIfPermitted } from "./perm_context.ts";
 
 if (import.meta.main) {
   const env = (k: string) => Deno.env.get(k);
@@ -20,7 +22,12 @@ if (import.meta.main) {
     const parsed = splitGlobal(Deno.args, env);
     socket = parsed.global.socket;
     command = parsed.command;
-    remote = parsed.global.remote !== undefined;
+    // a remote named, or config.yml's default-remote followed (as cli/mod.ts decides it)
+    remote = parsed.global.remote !== undefined ||
+      followedDefaultRemote(env, {
+          socketFlag: parsed.global.socketFlag === true,
+          read: readIfPermitted,
+        }) !== undefined;
   } catch {
     socket = undefined; // the program itself reports the usage error
   }

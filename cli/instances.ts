@@ -18,8 +18,8 @@ import {
 } from "../mcp/instances/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
-import { parseAccountPairs } from "../proxy/accounts.ts";
-import { loadProxyConfig } from "../proxy/host_config.ts";
+import { parseAccountPairs } from "../proxy/config/accounts.ts";
+import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import type { IncusClient } from "../rpc/base.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";

@@ -10,6 +10,7 @@
 import { proxyHealthUrl, readHostConfig } from "../mcp/host/config.ts";
 import { pemFingerprint, readProxyHealth } from "../mcp/host/proxy_check.ts";
 import { formatTable, listIsxInstances } from "../mcp/instances/list.ts";
+import { mcpOwner, SessionLocks } from "../mcp/host/session_locks.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { withClient } from "./instances_client.ts";
@@ -52,7 +53,14 @@ Options:
   run(rest, ctx) {
     const { values } = parseCommandArgs(rest, { json: { type: "boolean" } }, false);
     return withClient(ctx, async (client) => {
-      const rows = await listIsxInstances(client, await currentCa(ctx));
+      // a holder of this user's state dir that was killed shows as orphaned at once
+      const locks = new SessionLocks(`${ctx.perm.stateDir}/mcp/sessions`);
+      const mine = mcpOwner(Deno.uid() ?? 0, ctx.perm.stateDir);
+      const rows = await listIsxInstances(
+        client,
+        await currentCa(ctx),
+        (session, owner) => owner !== mine || locks.alive(session),
+      );
       if (values.json) out(JSON.stringify(rows, null, 2));
       else {out(
           rows.length ? formatTable(rows) : "No templates or instances yet (isx build tpl-minimal)",

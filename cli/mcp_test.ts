@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { contextFrom, enterMode, unionGrants } from "./permissions.ts";
-import { SessionLocks } from "../mcp/session/identity.ts";
+import { SessionLocks } from "../mcp/host/session_locks.ts";
 import { asTestPermissions, CTX } from "./_perm_fixture.ts";
 
 Deno.test({
@@ -33,7 +33,7 @@ Deno.test({
 });
 
 // The mcp mode's grants are enough for the exact liveness test (a lock on the session file
-// another process holds, mcp/session/identity.ts), and /proc stays out of reach.
+// another process holds, mcp/host/session_locks.ts), and /proc stays out of reach.
 const LIVE_HOME = Deno.makeTempDirSync({ prefix: "isx-mcp-perm-" });
 const LIVE_CTX = contextFrom((k) => ({ HOME: LIVE_HOME } as Record<string, string>)[k], {
   cwd: LIVE_HOME,

@@ -20,6 +20,7 @@ import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
 import { type CommandEntry, COMMANDS, importModule } from "./commands.ts";
 import { contextFrom, enterMode, PERMISSIONS } from "./permissions.ts";
+import { followedDefaultRemote, readIfPermitted } from "./perm_context.ts";
 
 export type { Prog };
 
@@ -112,7 +113,16 @@ export async function runCli(argv: string[]): Promise<number> {
     writeErr(`${prog}: ${(e as Error).message} (see ${prog} --help)`);
     return EXIT_USAGE;
   }
-  const { global, command, rest } = parsed;
+  const { command, rest } = parsed;
+  // no remote named: the incus client's default-remote, when it names one and config.yml is
+  // readable under the flags the launcher gave (cli/perm_context.ts; docs/decisions.md)
+  const followed = parsed.global.remote === undefined
+    ? followedDefaultRemote(envGet, {
+      socketFlag: parsed.global.socketFlag === true,
+      read: readIfPermitted,
+    })
+    : undefined;
+  const global = followed ? { ...parsed.global, remote: followed } : parsed.global;
   const level = Deno.env.get("ISX_LOG");
   if (level && isLogLevel(level)) setLogLevel(level);
   const perm = contextFrom(envGet, {

@@ -31,7 +31,8 @@ export interface PermContext {
   execPath: string;
   /**
    * The incus client's config directory (remotes, client certificate), set only when the
-   * invocation names a remote: read before the mode is entered, never by a mode.
+   * invocation names a remote (or follows config.yml's `default-remote`, see
+   * {@link followedDefaultRemote}): read before the mode is entered, never by a mode.
    */
   incusConf?: string;
 }
@@ -88,4 +89,46 @@ export function defaultSocket(get: (k: string) => string | undefined): string {
   if (sock) return sock;
   const dir = get("INCUS_DIR");
   return dir ? `${dir}/unix.socket` : "/var/lib/incus/unix.socket";
+}
+
+/**
+ * The remote config.yml's `default-remote` names, when it is not `local` (pure; incus writes
+ * the key as one top-level line, `incus remote switch NAME`).
+ */
+export function defaultRemoteOf(configYml: string): string | undefined {
+  const m = /^default-remote:[ \t]*(.*?)[ \t]*(?:#.*)?$/m.exec(configYml);
+  const v = m?.[1]?.replace(/^(["'])(.*)\1$/, "$2");
+  return v && v !== "local" ? v : undefined;
+}
+
+/**
+ * The remote an invocation follows when it names none (docs/decisions.md, "isx follows the
+ * incus client's default-remote"): config.yml's `default-remote` when it names a remote other
+ * than `local`, unless a remote (`INCUS_REMOTE`) or a socket (`--socket`, `INCUS_SOCKET`,
+ * `INCUS_DIR`) is named, and only when config.yml can be read (`read` answers undefined for a
+ * missing file or one the process may not read: then the socket stays the default).
+ */
+export function followedDefaultRemote(
+  get: (key: string) => string | undefined,
+  o: { socketFlag: boolean; read: (path: string) => string | undefined },
+): string | undefined {
+  const set = (k: string) => (get(k) ?? "") !== "";
+  if (o.socketFlag || set("INCUS_REMOTE") || set("INCUS_SOCKET") || set("INCUS_DIR")) {
+    return undefined;
+  }
+  const text = o.read(`${incusConfDir((k) => (set(k) ? get(k) : undefined))}/config.yml`);
+  return text === undefined ? undefined : defaultRemoteOf(text);
+}
+
+/** Reads a file's text; undefined when it is missing or this process may not read it. */
+export function readIfPermitted(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return undefined;
+    if (e instanceof Deno.errors.PermissionDenied || e instanceof Deno.errors.IsADirectory) {
+      return undefined;
+    }
+    throw e;
+  }
 }

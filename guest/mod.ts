@@ -28,6 +28,7 @@ export {
   FOREGROUND_KILL_SH,
   FOREGROUND_SH,
   foregroundArgv,
+  JOIN_SH,
   LAUNCH_SH,
   LIST_SH,
   PROBE_SH,

@@ -18,6 +18,8 @@
  * @module
  */
 
+import { JOIN_BODY, PRESENCE_FNS } from "./presence_shell.ts";
+
 /** A bash script from a raw template: `$%{` stands for bash's `${` (JS would interpolate it). */
 function sh(s: TemplateStringsArray): string {
   return s.raw.join("").replaceAll("$%{", "${");
@@ -28,7 +30,7 @@ function sh(s: TemplateStringsArray): string {
  * path forks nothing but one `systemctl` (bash builtins only): on a loaded 2-core host each
  * process costs ~6 ms, and the probe runs every 2 s per instance.
  */
-const PRELUDE = sh`
+export const PRELUDE: string = sh`
 u=$1; shift
 h=
 while IFS=: read -r n _ _ _ _ hh _; do [ "$n" = "$u" ] && { h=$hh; break; }; done </etc/passwd
@@ -152,17 +154,23 @@ wr "$d/current" "$n"
 chown -h -- "$u:$g" "$d/current"
 `;
 
-/** Cheap probe: `isx USER ID...`; prints {@link PRELUDE}'s fact line per task. */
-export const PROBE_SH: string = PRELUDE + sh`
-facts "$@"
+/**
+ * Cheap probe: `isx USER ID...`; prints {@link PRELUDE}'s fact line per task. With
+ * `--presence` first (the watcher's slow rounds), then presence_shell.ts's lines for them.
+ */
+export const PROBE_SH: string = PRELUDE + PRESENCE_FNS + sh`
+if [ "$%{1:-}" = --presence ]; then shift; facts "$@"; presence "$@"; else facts "$@"; fi
 `;
+
+/** The join (`isx shell --task`): `isx USER ID` on a terminal; see presence_shell.ts. */
+export const JOIN_SH: string = PRELUDE + JOIN_BODY;
 
 /**
  * Status of one task: `isx USER ID TAILBYTES ERRTAILBYTES`. Prints key=value lines (the
  * recorded fields raw, first line only, re-validated by the host), `---`, the output tail
  * base64-encoded, `---stderr`, the stderr tail base64-encoded.
  */
-export const STATUS_SH: string = PRELUDE + sh`
+export const STATUS_SH: string = PRELUDE + PRESENCE_FNS + sh`
 id=$1 tb=$2 eb=$3 d=$root/$1
 factsv "$id"; read -r _ r x a ca xa <<<"$FACTS"
 echo "facts=$r $x $a $ca $xa"
@@ -178,6 +186,7 @@ echo "started=$cs"; echo "stdout_bytes=$os"; echo "stderr_bytes=$es"
 a=$om; if [ "$a" = - ] || { [ "$em" != - ] && [ "$em" -gt "$a" ]; }; then a=$em; fi
 echo "activity=$a"
 for f in cwd session_id model max-turns key; do v=; rdl v "$d/$f" && echo "$f=$v"; done
+[ "$kind" != agent ] || presence "$id"
 echo ---
 # tailb FILE N: the last N bytes, base64 (opened read-write, regular files only)
 tailb() { if [ -f "$1" ] && exec 3<>"$1" && [ -f /dev/fd/3 ]; then tail -c "$2" <&3 | base64 -w0; fi; exec 3<&-; echo; } 2>/dev/null
@@ -206,12 +215,14 @@ done
 `;
 
 /**
- * Dormancy probe (§4.4): `isx USER`; prints `present 1` when a process has a pseudo-terminal
- * other than the console's (a person in a shell or attached), else `present 0`; then the
- * age in seconds, by the guest's clock, of the newest file write in any agent task's folder
- * (nothing when there is no agent task). Bash builtins over /proc, no procps needed.
+ * Dormancy probe (§4.4): `isx USER`; prints `present 1` when a person is present: a process
+ * has a pseudo-terminal other than the console's (a person in a shell or joined), an agent
+ * process runs without the `ISX_MCP_TASK` marker (a person's agent, terminal or not), or an
+ * agent task's join lock is held; else `present 0`; then the age in seconds, by the guest's
+ * clock, of the newest file write in any agent task's folder (nothing when there is no agent
+ * task). Bash builtins over /proc, no procps needed.
  */
-export const QUIET_SH: string = PRELUDE + sh`
+export const QUIET_SH: string = PRELUDE + PRESENCE_FNS + sh`
 cons=; [ -e /dev/console ] && cons=$(stat -Lc '%t:%T' /dev/console 2>/dev/null)
 present=0
 for st in /proc/[0-9]*/stat; do
@@ -222,11 +233,15 @@ for st in /proc/[0-9]*/stat; do
   [ "$(printf '%x:%x' "$maj" "$min")" = "$cons" ] && continue
   present=1; break
 done
+agents=()
+if [ -d "$root" ]; then
+  for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue
+    k=; rdl k "$p/kind"; [ "$k" = agent ] && agents+=("$n"); done
+fi
+if [ $present = 0 ] && presence "$%{agents[@]}" | grep -q -E '^presence (proc [0-9]+ - |lock )'; then present=1; fi
 echo "present $present"
-[ -d "$root" ] || exit 0
 newest=
-for p in "$root"/*; do n=$%{p##*/}; case $n in *[!a-z0-9-]*|'') continue;; esac; [ -d "$p" ] || continue
-  k=; rdl k "$p/kind"; [ "$k" = agent ] || continue
+for n in "$%{agents[@]}"; do p=$root/$n
   t=$(find "$p" -xdev -type f -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1); t=$%{t%%.*}
   case $t in ''|*[!0-9]*) continue;; esac
   if [ -z "$newest" ] || [ "$t" -gt "$newest" ]; then newest=$t; fi
@@ -292,19 +307,20 @@ export function foregroundArgv(
  * `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or link)
  * for the kill script. The file outlives the run (removing it would cost a process per
  * call); once more than 64 pile up, one `rm` takes those whose session
- * has no leader left. Builtins only on the common path.
+ * has no leader left. Builtins only on the common path; its variables (`_isx_*`) are gone
+ * before SCRIPT runs.
  */
-export const FOREGROUND_SH: string = sh`d=$HOME/.isx-mcp/run
-[ -d "$d" ] || ( umask 077 && exec mkdir -p -- "$d" ) || { echo "isx: cannot make $d" >&2; exit 1; }
-read -r l </proc/$$/stat; read -r -a a <<<"$%{l##*) }"; pf=$d/$1.pid
-set -C; { printf '%s\n' "$%{a[3]}" >"$pf"; } 2>/dev/null || { rm -f -- "$pf"; printf '%s\n' "$%{a[3]}" >"$pf"; }; set +C
-f=("$d"/*.pid)
-if [ $%{#f[@]} -gt 64 ]; then old=()
-  for x in "$%{f[@]}"; do [ -f "$x" ] || continue; y=; { read -r y <"$x"; } 2>/dev/null
-    case $y in ''|*[!0-9]*) old+=("$x");; *) [ -e "/proc/$y" ] || old+=("$x");; esac; done
-  [ $%{#old[@]} -eq 0 ] || rm -f -- "$%{old[@]}"
+export const FOREGROUND_SH: string = sh`_isx_d=$HOME/.isx-mcp/run
+[ -d "$_isx_d" ] || ( umask 077 && exec mkdir -p -- "$_isx_d" ) || { echo "isx: cannot make $_isx_d" >&2; exit 1; }
+read -r _isx_l </proc/$$/stat; read -r -a _isx_a <<<"$%{_isx_l##*) }"; _isx_p=$_isx_d/$1.pid
+set -C; { printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; } 2>/dev/null || { rm -f -- "$_isx_p"; printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; }; set +C
+_isx_f=("$_isx_d"/*.pid)
+if [ $%{#_isx_f[@]} -gt 64 ]; then _isx_o=()
+  for _isx_x in "$%{_isx_f[@]}"; do [ -f "$_isx_x" ] || continue; _isx_y=; { read -r _isx_y <"$_isx_x"; } 2>/dev/null
+    case $_isx_y in ''|*[!0-9]*) _isx_o+=("$_isx_x");; *) [ -e "/proc/$_isx_y" ] || _isx_o+=("$_isx_x");; esac; done
+  [ $%{#_isx_o[@]} -eq 0 ] || rm -f -- "$%{_isx_o[@]}"
 fi
-unset d l a pf f x y old
+unset _isx_d _isx_l _isx_a _isx_p _isx_f _isx_x _isx_y _isx_o
 `;
 
 /** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */

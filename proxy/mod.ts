@@ -11,103 +11,30 @@
  * is tunnelled and counted. The ops port (18080) answers `/health` and `/activity` to host
  * callers only.
  *
- * Layering: pure decisions in `policy.ts`, `rewrite.ts`, `counter.ts`, `usage.ts`,
- * `activity.ts`, `http1.ts` and `chunked.ts` (HTTP/1.1 heads and framing), `scrub.ts`
- * (in-place masking), `leaf_cache.ts` (a leaf per server name), `decode.ts` (bodies compressed
- * anyway), `egress_guard.ts` (public addresses only for egress); I/O in `relay.ts` (the
- * intercepting HTTP/1.1 relay, the hot path) with `relay_body.ts`, `relay_decode.ts`,
- * `conn_reader.ts` and `upstream_pool.ts`, `intercept.ts` (its TLS listeners), `sni.ts`
- * (Deno's unofficial per-SNI certificate hook), `admit.ts` (the decision per request), `server.ts` (the `Deno.serve` handler
- * for upgrades and HTTP/1.0), `forward.ts`, `health.ts`, `dns.ts`, `clients.ts` (address →
- * instance through the Incus client), `ca.ts` (the only TLS-library code),
- * `credentials.ts` (the 0600 file), `egress.ts` (isb egress secrets), `proxy_only.ts` (serving
- * isx's proxy-only bridge too, once it exists) and `host.ts`
- * (assembling all of it from the user's files for `isx proxy`).
+ * Each concern has its folder, whose `mod.ts` says what it holds and exports what the rest
+ * of the program uses:
+ * - `config/`: credentials.yaml, the `proxy:` block of config.yaml and the pure policy built
+ *   from them (who gets which credential on which host, accounts, header rules, Vertex AI)
+ * - `tls/`: the CA, leaf certificates per server name, SNI listeners, the intercepting server
+ * - `http1/`: HTTP/1.1 heads, framing, the `chunked` coding, content codings
+ * - `relay/`: the intercepting relay (the hot path), upstream connections, rewriting and
+ *   scrubbing, the `Deno.serve` handler and WebSockets, the forward proxy
+ * - `activity/`: counters, token usage, the `/activity` format and how it is shown
+ * - `egress/`: isb egress secrets, their TLS servers and the public-address guard
+ * - `callers/`: address → instance, identity and grants, the bridge guard, limits, the
+ *   decision per request
+ * - `host/`: the process: listeners, the ops port, DNS, the proxy-only bridge, run files
+ *
+ * A module used only inside its folder has the `_` prefix (tests/import_graph_test.ts).
  *
  * @module
  */
 
-export { type CaInfo, CaSigner, ensureCa, loadCa } from "./ca.ts";
-export * from "./activity.ts";
-export {
-  DEFAULT_HOSTS,
-  type Namespace,
-  Policy,
-  type PolicyConfig,
-  type Route,
-  type VertexRoute,
-} from "./policy.ts";
-export {
-  ACCOUNT_KEYS,
-  ACCOUNT_NAME_RE,
-  type AccountCatalogue,
-  type AccountChoices,
-  canonicalKey,
-  catalogueAccounts,
-  type CatalogueEntry,
-  NAMESPACE_KEYS,
-  parseAccountPairs,
-  resolveAccount,
-  type Resolved,
-} from "./accounts.ts";
-export { translateMessages, type Translation, vertexHost } from "./vertex.ts";
-export { type RunCommand, VertexTokens } from "./vertex_token.ts";
-export {
-  type Accounts,
-  type AnthropicAccount,
-  type ClaudeAuthMode,
-  type Credentials,
-  type CustomRule,
-  loadCredentials,
-  parseCredentials,
-  type TokenAccount,
-  type VertexConfig,
-} from "./credentials.ts";
-export { Secret } from "./secret.ts";
-export type { HeaderOp } from "./rewrite.ts";
-export type { EgressLookup } from "./admit.ts";
-export type { CallEnd, CallerRef, ModelCall, TrafficCall } from "./counter.ts";
-export type { Usage } from "./usage.ts";
-export {
-  type Caller,
-  type CallerLookup,
-  ClientRegistry,
-  type IncusLike,
-  incusSource,
-  type InstanceInfo,
-  type InstanceSource,
-} from "./clients.ts";
-export type { Grant, GrantName } from "./policy.ts";
-export type { GuardEntry } from "./guard.ts";
-export type { HealthInfo, HealthStatus } from "./health.ts";
-export { ActivityCounter } from "./counter.ts";
-export {
-  type ExtraListen,
-  type ProxyHandle,
-  type ProxyListen,
-  startProxy,
-  type StartProxyOptions,
-} from "./start.ts";
-export {
-  BridgeFollower,
-  type FollowerDeps,
-  KEY_ISX_ROLE,
-  proxyOnlyGateway,
-  ROLE_PROXY_ONLY,
-} from "./proxy_only.ts";
-export * from "./host.ts";
-export * from "./host_config.ts";
-export * from "./runfiles.ts";
-export { applyDns, dnsBlockCurrent, dnsBlockGateway, gatewayOf, mergeDnsBlock } from "./dns.ts";
-export { type CredentialNamespace, missingNamespaces, NAMESPACES } from "./credentials.ts";
-export * from "./activity_format.ts";
-export {
-  type BridgeInfo,
-  bridgeInfoOf,
-  EgressListeners,
-  type EgressServeDeps,
-} from "./egress_serve.ts";
-export { type EgressEntry, EgressSecrets, parseEgressFile } from "./egress.ts";
-export type { Cidr, Resolver } from "./egress_guard.ts";
-export type { HostNets } from "./egress_dial.ts";
-export { DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";
+export * from "./config/mod.ts";
+export * from "./tls/mod.ts";
+export * from "./http1/mod.ts";
+export * from "./relay/mod.ts";
+export * from "./activity/mod.ts";
+export * from "./egress/mod.ts";
+export * from "./callers/mod.ts";
+export * from "./host/mod.ts";

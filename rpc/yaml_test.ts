@@ -85,7 +85,7 @@ Deno.test("parseYaml reads the files isx init writes and every YAML example in t
   }
   // and the examples in the config readers' module docs
   for (const f of ["credentials.ts", "host_config.ts"]) {
-    const src = await Deno.readTextFile(new URL(`../proxy/${f}`, import.meta.url));
+    const src = await Deno.readTextFile(new URL(`../proxy/config/${f}`, import.meta.url));
     for (const m of src.matchAll(/```yaml\n([\s\S]*?) \* ```/g)) {
       texts.push(m[1]!.replace(/^ \*( |$)/gm, ""));
     }

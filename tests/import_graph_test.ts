@@ -60,6 +60,8 @@ function allowed(from: string, to: string): boolean {
     // compile flags, and the command modules to embed
     return ["cli/permissions.ts", "cli/launch.ts", "cli/commands.ts"].includes(to);
   }
+  // the guest bundle's entry imports statically what rpc/server loads by a computed specifier
+  if (from === "cli/bundle.ts" && to === "rpc/server/methods/mod.ts") return true;
   if (a === "cli") {
     // and rpc's leaf modules, so the root and `isb rpc` start without the engine
     return [
@@ -76,11 +78,12 @@ function allowed(from: string, to: string): boolean {
       "mcp/instances/mod.ts",
       "mcp/session/mod.ts",
       "mcp/server/mod.ts",
+      "mcp/tools/mod.ts", // the tool table, loaded by cli/mcp_backend.ts after the handshake
       "mcp/tasks/mod.ts",
       "mcp/templates/load.ts",
       "mcp/templates/schema.ts",
-      "proxy/host_config.ts",
-      "proxy/accounts.ts",
+      "proxy/config/host_config.ts",
+      "proxy/config/accounts.ts",
       "proxy/mod.ts",
       "guest/mod.ts",
       "rpc/errors.ts",
@@ -95,9 +98,11 @@ function allowed(from: string, to: string): boolean {
       "rpc/mod.ts",
       "rpc/base.ts", // the library less the sandbox engine, which mcp/ never runs (start-up)
       "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
+      "rpc/jsonl.ts", // leaves: what the protocol layer (mcp/server/) answers the handshake with
+      "rpc/version.ts",
       "guest/mod.ts",
       "guest/protocol.ts",
-      "proxy/activity.ts",
+      "proxy/activity/activity.ts",
     ].includes(to);
   }
   // rpc/base.ts: the library without the sandbox engine, for the long-running proxy
@@ -181,25 +186,25 @@ const PURE = [
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
   "rpc/sandbox/plan/plan.ts",
-  "rpc/sandbox/compose/interpolate.ts",
-  "rpc/sandbox/compose/merge.ts",
+  "rpc/sandbox/compose/_interpolate.ts",
+  "rpc/sandbox/compose/_merge.ts",
   "rpc/sandbox/compose/_document.ts",
-  "proxy/policy.ts",
-  "proxy/accounts.ts",
-  "proxy/rules.ts",
-  "proxy/vertex.ts",
-  "proxy/identity.ts",
-  "proxy/handoff.ts",
-  "proxy/egress_guard.ts",
-  "proxy/rewrite.ts",
-  "proxy/counter.ts",
-  "proxy/usage.ts",
-  "proxy/activity.ts",
-  "proxy/http1.ts",
-  "proxy/chunked.ts",
-  "proxy/scrub.ts",
-  "proxy/leaf_cache.ts",
-  "proxy/decode.ts",
+  "proxy/config/policy.ts",
+  "proxy/config/accounts.ts",
+  "proxy/config/_rules.ts",
+  "proxy/config/vertex.ts",
+  "proxy/callers/_identity.ts",
+  "proxy/callers/handoff.ts",
+  "proxy/egress/guard.ts",
+  "proxy/relay/rewrite.ts",
+  "proxy/activity/counter.ts",
+  "proxy/activity/usage.ts",
+  "proxy/activity/activity.ts",
+  "proxy/http1/http1.ts",
+  "proxy/http1/chunked.ts",
+  "proxy/relay/scrub.ts",
+  "proxy/tls/leaf_cache.ts",
+  "proxy/http1/decode.ts",
   "guest/protocol.ts",
   "guest/task_shell.ts",
   "mcp/tasks/state.ts",
@@ -301,5 +306,84 @@ Deno.test("an rpc/sandbox/ concern folder imports only the folders below it, nev
       if (parts.length < 2 || SANDBOX_LAYERS.indexOf(parts[0]!) > level) bad.push(`${f} -> ${to}`);
     }
   }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("an rpc/sandbox/ module only its own folder imports has the _ prefix", () => {
+  const importers = new Map<string, Set<string>>();
+  for (const [f, src] of SOURCES) {
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (to) importers.set(to, (importers.get(to) ?? new Set()).add(f));
+    }
+  }
+  const dir = (f: string) => f.split("/").slice(0, -1).join("/");
+  const bad = FILES.filter((f) => {
+    const name = f.split("/").pop()!;
+    if (!f.startsWith(SANDBOX) || f.split("/").length < 4) return false;
+    if (name === "mod.ts" || name.startsWith("_") || isTest(f)) return false;
+    return ![...importers.get(f) ?? []].some((u) => dir(u) !== dir(f));
+  });
+  assert.deepEqual(bad, []);
+});
+
+/**
+ * The proxy's concern folders (proxy/mod.ts says what each holds). Unlike the sandbox
+ * engine's they are not layered: the relay, the callers and the policy use each other's
+ * types both ways, so the fences here are the `_` prefix (test above) and the room itself.
+ */
+const PROXY_FOLDERS = ["activity", "callers", "config", "egress", "host", "http1", "relay", "tls"];
+const PROXY = "proxy/";
+
+Deno.test("proxy/ holds only mod.ts beside its concern folders", () => {
+  const flat = FILES.filter((f) =>
+    f.startsWith(PROXY) && !f.slice(PROXY.length).includes("/") && f !== `${PROXY}mod.ts`
+  );
+  assert.deepEqual(flat, []);
+  const dirs = [
+    ...new Set(
+      FILES.filter((f) => f.startsWith(PROXY) && f.slice(PROXY.length).includes("/"))
+        .map((f) => f.slice(PROXY.length).split("/")[0]!),
+    ),
+  ].sort();
+  assert.deepEqual(dirs, PROXY_FOLDERS, "a new folder takes its place in PROXY_FOLDERS");
+  // the root's doc names every folder, and exports what each folder's mod.ts exports
+  const root = SOURCES.get(`${PROXY}mod.ts`)!;
+  for (const d of PROXY_FOLDERS) {
+    assert.ok(root.includes(`\`${d}/\``), `proxy/mod.ts does not describe ${d}/`);
+    assert.ok(root.includes(`export * from "./${d}/mod.ts";`), `proxy/mod.ts skips ${d}/`);
+  }
+});
+
+Deno.test("every proxy/ concern folder has a mod.ts whose module doc says what it holds", () => {
+  const bad: string[] = [];
+  for (const d of PROXY_FOLDERS) {
+    const src = SOURCES.get(`${PROXY}${d}/mod.ts`);
+    if (src === undefined || !/^\/\*\*[\s\S]{80,}?@module[\s\S]*?\*\//.test(src)) bad.push(d);
+    // and names each public module of the folder
+    for (const f of FILES) {
+      const [top, dir, name] = f.split("/");
+      if (top !== "proxy" || dir !== d || !name || name === "mod.ts" || isTest(f)) continue;
+      if (!src?.includes(`\`${name}\``)) bad.push(`${d}/mod.ts does not name ${name}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("a proxy/ module only its own folder imports has the _ prefix", () => {
+  const importers = new Map<string, Set<string>>();
+  for (const [f, src] of SOURCES) {
+    for (const spec of imports(src)) {
+      const to = resolve(f, spec);
+      if (to) importers.set(to, (importers.get(to) ?? new Set()).add(f));
+    }
+  }
+  const dir = (f: string) => f.split("/").slice(0, -1).join("/");
+  const bad = FILES.filter((f) => {
+    const name = f.split("/").pop()!;
+    if (!f.startsWith(PROXY) || f.split("/").length !== 3) return false;
+    if (name === "mod.ts" || name.startsWith("_") || isTest(f)) return false;
+    return ![...importers.get(f) ?? []].some((u) => dir(u) !== dir(f));
+  });
   assert.deepEqual(bad, []);
 });

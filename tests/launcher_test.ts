@@ -198,6 +198,50 @@ Deno.test({
   },
 });
 
+Deno.test("the incus client's default-remote is followed: the launcher grants its config and isx uses it; --socket keeps the socket", async () => {
+  await withHome(async (dir, env) => {
+    const cwd = `${dir}/work`;
+    const conf = `${env.HOME}/.config/incus`;
+    const grantsConf = (flags: string[]) =>
+      flags.some((f) => f.startsWith("--allow-read=") && f.split(/[=,]/).includes(conf));
+    assert.equal(grantsConf(await printed("isx", ["list"], env, cwd)), false);
+    // `incus remote switch lab`, after the flags were cached: the cache is stale, not reused
+    const cached = `${dir}/cache/isx-launch`;
+    for (const e of Deno.readDirSync(cached)) {
+      const old = new Date(Date.now() - 86_400_000);
+      await Deno.utime(`${cached}/${e.name}`, old, old);
+    }
+    await Deno.mkdir(conf, { recursive: true });
+    await Deno.writeTextFile(
+      `${conf}/config.yml`,
+      "default-remote: lab\nremotes:\n  lab:\n    addr: https://127.0.0.1:9\n    protocol: incus\n",
+    );
+    assert.equal(grantsConf(await printed("isx", ["list"], env, cwd)), true);
+    const run = async (args: string[]) => {
+      const out = await new Deno.Command(`${ROOT}/bin/isx`, {
+        args,
+        cwd,
+        env: {
+          ...env,
+          DENO_DIR: Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`,
+        },
+        clearEnv: true,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code: out.code, err: new TextDecoder().decode(out.stderr) };
+    };
+    // followed: lab has no client certificate yet (the socket would have listed instances)
+    const followed = await run(["list"]);
+    assert.equal(followed.code, 1, followed.err);
+    assert.match(followed.err, /Incus remote "lab": no client certificate/);
+    // a socket named is a choice of the local daemon: lab is not used
+    const sock = await run(["--socket", "/nonexistent/isx/unix.socket", "list"]);
+    assert.doesNotMatch(sock.err, /lab/);
+    assert.match(sock.err, /\/nonexistent\/isx\/unix\.socket/);
+  });
+});
+
 /** The `deno` argv bin/isx execs for `args`: a stand-in deno records it (flags.ts runs for real). */
 async function execArgv(args: string[], env: Record<string, string>, dir: string) {
   const fake = `${dir}/fake-deno`;

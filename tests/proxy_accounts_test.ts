@@ -6,8 +6,8 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
 import {
   type CustomRule,
   parseActivity,

@@ -5,8 +5,8 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import { parseActivity, Policy, RECORD_FIELDS, startProxy, toRecords } from "../proxy/mod.ts";
 import { spawnProgram } from "./helpers/spawn.ts";
 import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";

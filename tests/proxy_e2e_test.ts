@@ -5,10 +5,10 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
 import { setLogLevel, setLogSink } from "../rpc/mod.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import {
   type ActivityWire,
   parseActivity,

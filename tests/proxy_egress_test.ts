@@ -5,11 +5,11 @@
  */
 
 import { equal, ok } from "node:assert/strict";
-import { createCa } from "../proxy/ca.ts";
-import { ActivityCounter } from "../proxy/counter.ts";
-import { EgressSecrets } from "../proxy/egress.ts";
-import { EgressListeners } from "../proxy/egress_serve.ts";
-import { Secret } from "../proxy/secret.ts";
+import { createCa } from "../proxy/tls/ca.ts";
+import { ActivityCounter } from "../proxy/activity/counter.ts";
+import { EgressSecrets } from "../proxy/egress/secrets.ts";
+import { EgressListeners } from "../proxy/egress/serve.ts";
+import { Secret } from "../proxy/config/secret.ts";
 import { guestConnect, guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
 
 const PLACEHOLDER = "isb_placeholder_0123456789abcdef0123456789abcdef";

@@ -8,9 +8,9 @@
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
 import { brotliDecompressSync } from "node:zlib";
 import { setLogSink } from "../rpc/mod.ts";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import { parseActivity, Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import {
   type FakeUpstream,

@@ -8,14 +8,14 @@
  */
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { emptyCredentials } from "../proxy/credentials.ts";
-import { parseCidr } from "../proxy/egress_guard.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { emptyCredentials } from "../proxy/config/credentials.ts";
+import { parseCidr } from "../proxy/egress/guard.ts";
 import { Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import { PortCallers } from "./fakes/upstream.ts";
-import { unreachable } from "../proxy/forward.ts";
-import { hostOnly } from "../proxy/policy.ts";
+import { unreachable } from "../proxy/relay/forward.ts";
+import { hostOnly } from "../proxy/config/policy.ts";
 import { loopbackListen } from "./helpers/proxy.ts";
 
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };

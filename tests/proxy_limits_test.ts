@@ -7,11 +7,11 @@
  */
 
 import { equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import { parseActivity, Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
-import type { ProxyLimits } from "../proxy/limits.ts";
+import type { ProxyLimits } from "../proxy/callers/limits.ts";
 import { guestConnect, guestRequest, PortCallers } from "./fakes/upstream.ts";
 import { startMockAnthropic } from "./fakes/mock_anthropic.ts";
 import { MOCK_USAGE } from "./fakes/mock_model.ts";

@@ -6,9 +6,9 @@
  */
 
 import { equal, ok } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import { Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
 import { setLogSink } from "../rpc/mod.ts";
 import { guestConnect, PortCallers } from "./fakes/upstream.ts";

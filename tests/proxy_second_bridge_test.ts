@@ -6,9 +6,9 @@
  */
 
 import { equal, ok, rejects } from "node:assert/strict";
-import { loadCa } from "../proxy/ca.ts";
-import type { Caller } from "../proxy/clients.ts";
-import { emptyCredentials } from "../proxy/credentials.ts";
+import { loadCa } from "../proxy/tls/ca.ts";
+import type { Caller } from "../proxy/callers/clients.ts";
+import { emptyCredentials } from "../proxy/config/credentials.ts";
 import {
   KEY_ISX_ROLE as PROXY_KEY,
   Policy,

@@ -8,10 +8,10 @@
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { deepStrictEqual as assertEquals, equal, ok, rejects } from "node:assert/strict";
-import { CaSigner, loadCa } from "../proxy/ca.ts";
-import { parseCredentials } from "../proxy/credentials.ts";
+import { CaSigner, loadCa } from "../proxy/tls/ca.ts";
+import { parseCredentials } from "../proxy/config/credentials.ts";
 import { Policy, type ProxyHandle, startProxy } from "../proxy/mod.ts";
-import { connectTlsAs } from "../proxy/sni.ts";
+import { connectTlsAs } from "../proxy/tls/sni.ts";
 import { PortCallers } from "./fakes/upstream.ts";
 import { loopbackListen } from "./helpers/proxy.ts";
 

@@ -6,10 +6,11 @@
  * account like any agent's. One foreground exec as the agent user: the script makes a
  * private scratch directory, takes the prompt from stdin into `prompt-1.md`, the brief and
  * the model from the environment into files, runs the runner in an empty working
- * directory, prints the tail of the translated events and removes the directory. The
- * script's text holds only host-made values (the agent name, a random directory name);
- * question and data travel on stdin, never on a command line. A run that gives no non-error
- * answer is `unavailable`, with the agent's stderr tail.
+ * directory, prints the tail of the translated events and removes the directory (and any
+ * left for an hour by an ask killed outright). The script's text holds only host-made values
+ * (the agent name, a random directory name); question and data travel on stdin, never on a
+ * command line. A run that gives no non-error answer is `unavailable`, with the agent's
+ * stderr tail.
  *
  * @module
  */
@@ -69,6 +70,8 @@ export function askScript(dir: string, agent: DelegateAgent): string {
     "set -u",
     "umask 077",
     `d=${shQuote(dir)}`,
+    // an ask killed outright (cancel's KILL) leaves its directory: the next one sweeps it
+    `find "\${d%/*}" -mindepth 1 -maxdepth 1 -mmin +60 -exec rm -rf -- {} + 2>/dev/null`,
     `mkdir -p -- "$d/work" || exit 90`,
     `trap 'rm -rf -- "$d"' EXIT`,
     `cat >"$d/prompt-1.md" || exit 90`,

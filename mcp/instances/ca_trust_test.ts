@@ -1,5 +1,5 @@
 import { equal, ok } from "node:assert/strict";
-import { createCa } from "../../proxy/ca.ts";
+import { createCa } from "../../proxy/tls/ca.ts";
 import { needsCaRepair, replacedBundle } from "./ca_trust.ts";
 
 Deno.test("replacedBundle swaps the old CA's text for the new one of the same subject", async () => {

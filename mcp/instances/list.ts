@@ -52,13 +52,22 @@ function ipOf(state: InstanceState | undefined): string | null {
   return null;
 }
 
-/** The MCP state of an instance from its stamps. */
-export function mcpState(s: Record<string, string>): ListRecord["mcp_state"] {
+/**
+ * Whether the `isx mcp` session `session` of owner `owner` (`mcp-owner`) still runs; `true`
+ * when the caller cannot tell (another user's or state directory's sessions).
+ */
+export type HolderAlive = (session: string, owner: string) => boolean;
+
+/**
+ * The MCP state of an instance from its stamps; with `alive`, an instance whose holder died
+ * without releasing it (killed) is `orphaned` before any sweep has stamped it.
+ */
+export function mcpState(s: Record<string, string>, alive?: HolderAlive): ListRecord["mcp_state"] {
   if (s["mcp-kept"]) return "kept";
   const orphaned = s["mcp-orphaned"];
   const session = s["mcp-session"];
   if (orphaned && session && orphaned.split(" ")[1] === session) return "orphaned";
-  if (session) return "held";
+  if (session) return alive && !alive(session, s["mcp-owner"] ?? "") ? "orphaned" : "held";
   return null;
 }
 
@@ -66,6 +75,7 @@ export function mcpState(s: Record<string, string>): ListRecord["mcp_state"] {
 export function toRecord(
   inst: Instance & { state?: InstanceState },
   currentCa?: string,
+  alive?: HolderAlive,
 ): ListRecord | undefined {
   const s = readStamps(inst.config);
   const kind = KIND[s[STAMP.type] ?? ""];
@@ -78,21 +88,25 @@ export function toRecord(
     ip: ipOf(inst.state),
     network: s[STAMP.network] || null,
     created: inst.created_at,
-    mcp_state: mcpState(s),
+    mcp_state: mcpState(s, alive),
     mcp_purpose: s["mcp-purpose"] || null,
     ca_outdated: currentCa && s[STAMP.caFingerprint] ? s[STAMP.caFingerprint] !== currentCa : null,
   };
 }
 
-/** Lists isx's instances, templates first, then by name; `currentCa` marks outdated CAs. */
+/**
+ * Lists isx's instances, templates first, then by name; `currentCa` marks outdated CAs and
+ * `alive` tells held from orphaned (see {@link mcpState}).
+ */
 export async function listIsxInstances(
   client: IncusClient,
   currentCa?: string,
+  alive?: HolderAlive,
 ): Promise<ListRecord[]> {
   const r = await client.call("GET", "/1.0/instances", { query: { recursion: 2 } });
   const all = (r.kind === "sync" ? r.metadata : []) as (Instance & { state?: InstanceState })[];
   const order = { template: 0, build: 1, instance: 2 };
-  return all.flatMap((i) => toRecord(i, currentCa) ?? [])
+  return all.flatMap((i) => toRecord(i, currentCa, alive) ?? [])
     .sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
 }
 

@@ -70,6 +70,22 @@ Deno.test("mcpState tells held, orphaned and kept apart", () => {
   assert.equal(mcpState({ "mcp-kept": "2026-11-30T10:00:00Z" }), "kept");
 });
 
+Deno.test("mcpState with liveness: a dead holder's instance is orphaned before any sweep stamps it", () => {
+  const s = { "mcp-session": "1-2", "mcp-owner": "0:/st" };
+  const asked: string[] = [];
+  const alive = (live: boolean) => (session: string, owner: string) => {
+    asked.push(`${session} ${owner}`);
+    return live;
+  };
+  assert.equal(mcpState(s, alive(true)), "held");
+  assert.equal(mcpState(s, alive(false)), "orphaned");
+  assert.deepEqual(asked, ["1-2 0:/st", "1-2 0:/st"]);
+  // a released or kept instance is not asked about
+  assert.equal(mcpState({ ...s, "mcp-orphaned": "t 1-2" }, alive(true)), "orphaned");
+  assert.equal(mcpState({ ...s, "mcp-kept": "t" }, alive(false)), "kept");
+  assert.equal(asked.length, 2);
+});
+
 Deno.test("formatTable adds the MCP column only when some instance has MCP stamps", () => {
   const plain = toRecord(
     inst("a", { "user.incus-spawn.type": "base", "user.incus-spawn.profile": "a" }),

@@ -50,6 +50,11 @@ export interface TaskService {
   status(s: Session, t: TaskEntry): Promise<Record<string, unknown>>;
   /** Cheap probe of several tasks of one instance (one exec). */
   probe(instance: string, ids: string[]): Promise<Map<string, "running" | "done" | "unknown">>;
+  /**
+   * One task's state with the presence scan (one exec): `attached` (or `running`) with
+   * `attached_pid` while a person is in its conversation (spec §3.3 rule 4).
+   */
+  probeAttached(s: Session, t: TaskEntry): Promise<{ state: TaskStateWord; attached_pid?: number }>;
   /** A finished command task's output. */
   result(s: Session, t: TaskEntry, maxBytes: number): Promise<Record<string, unknown>>;
   /** Cancels tasks (TERM, then KILL, of everything they started). */

@@ -10,7 +10,14 @@
 
 import { hasCode } from "../../rpc/base.ts";
 import { readStamps } from "../host/stamps.ts";
-import { BusyElsewhere, type TaskEngine, TaskSlots, TaskWatcher } from "../tasks/mod.ts";
+import {
+  BusyElsewhere,
+  joinCommand,
+  type TaskEngine,
+  TaskSlots,
+  TaskWatcher,
+  withPresence,
+} from "../tasks/mod.ts";
 import { RefusalError } from "../errors.ts";
 import { userInstances } from "./create.ts";
 import { MCP_STAMP } from "./holding.ts";
@@ -31,7 +38,7 @@ export function engineTasks(engine: TaskEngine): TaskService {
 
   const register = (s: Session, t: TaskEntry) => {
     s.tasks.set(t.id, t);
-    watcher?.watch(t.instance, t.id, t.run);
+    watcher?.watch(t.instance, t.id, t.run, { agent: t.kind === "agent" });
   };
 
   const counts = async (s: Session) => {
@@ -148,15 +155,19 @@ export function engineTasks(engine: TaskEngine): TaskService {
 
     async status(s, t) {
       const st = await engine.status(t.instance, t.id);
-      s.report(t, st.state, st.exit_code);
+      // spec §3.3 rule 4: a person in a finished agent's conversation makes it attached
+      const p = withPresence(st, st.person);
       t.run = Math.max(t.run, st.run);
+      s.report(t, p.state, p.exit_code);
       return {
         task_id: t.id,
         instance: t.instance,
         kind: t.kind,
-        state: st.state,
+        state: p.state,
         run: st.run,
         ...(st.exit_code !== undefined ? { exit_code: st.exit_code } : {}),
+        ...(p.attached_pid !== undefined ? { attached_pid: p.attached_pid } : {}),
+        ...(t.kind === "agent" || st.kind === "agent" ? { join_command: joinCommand(t.id) } : {}),
         ...(st.started_at ? { started_at: st.started_at } : {}),
         ...(st.last_activity ? { last_activity: st.last_activity } : {}),
         stdout_bytes: st.stdout_bytes,
@@ -167,6 +178,17 @@ export function engineTasks(engine: TaskEngine): TaskService {
     },
 
     probe: (instance, ids) => engine.probe(instance, ids),
+
+    async probeAttached(s, t) {
+      const p = (await engine.probePresence(t.instance, [t.id])).get(t.id) ??
+        { state: "unknown" as const, run: 0 };
+      t.run = Math.max(t.run, p.run);
+      s.report(t, p.state, p.exit_code);
+      return {
+        state: p.state,
+        ...(p.attached_pid !== undefined ? { attached_pid: p.attached_pid } : {}),
+      };
+    },
 
     async result(s, t, maxBytes) {
       const r = await engine.result(t.instance, t.id, { outputBytes: maxBytes });
@@ -229,7 +251,12 @@ export function engineTasks(engine: TaskEngine): TaskService {
         },
       });
       for (const t of s.tasks.values()) {
-        if (t.state === "running" || t.state === "unknown") watcher.watch(t.instance, t.id, t.run);
+        if (t.state === "running" || t.state === "unknown") {
+          watcher.watch(t.instance, t.id, t.run, { agent: t.kind === "agent" });
+        } else if (t.kind === "agent" && (t.state === "finished" || t.state === "attached")) {
+          // a finished agent stays watched for join and leave (slow rounds)
+          watcher.watch(t.instance, t.id, t.run, { agent: true, state: t.state });
+        }
       }
       watcher.start();
       // holding is re-checked with one GET per instance with tasks: another session's

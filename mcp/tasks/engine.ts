@@ -19,6 +19,7 @@ import {
 } from "./parse.ts";
 import { checkTaskId, commandRunScript, KEY_RE, toBase64, USER_RE } from "./script.ts";
 import { type Decided, probeWord } from "./state.ts";
+import { attachedPids, parsePresence, type Presenced, withPresence } from "./presence.ts";
 import { type ForegroundOptions, type ForegroundResult, runForeground } from "./foreground.ts";
 import { MAX_OUTPUT_BYTES, MIN_OUTPUT_BYTES, STATUS_TAIL_BYTES } from "./tail.ts";
 
@@ -105,6 +106,11 @@ export interface TaskEngine {
   ): Promise<TaskStatus>;
   /** The cheap probe: one exec for any number of tasks; absent ids read `unknown`. */
   probe(instance: string, taskIds: string[]): Promise<Map<string, "running" | "done" | "unknown">>;
+  /**
+   * The probe plus the presence scan (the watcher's slow rounds, `send_message`): each
+   * task's state with spec §3.3 rule 4 applied (`attached`, `attached_pid`).
+   */
+  probePresence(instance: string, taskIds: string[]): Promise<Map<string, Presenced>>;
   /** The probe with each task's decided state, run and exit code. */
   probeStates(
     instance: string,
@@ -211,7 +217,10 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
     const step = `read task ${taskId}`;
     const r = await script(instance, STATUS_SH, [taskId, String(tb), String(eb)], { step });
     if (r.code !== 0) throw scriptFailed(step, instance, r);
-    return parseStatus(taskId, r.stdout);
+    const st = parseStatus(taskId, r.stdout);
+    const person = attachedPids(parsePresence(r.stdout)).get(taskId);
+    if (person !== undefined) st.person = person;
+    return st;
   };
 
   return {
@@ -227,6 +236,19 @@ export function createTaskEngine(deps: TaskEngineDeps): TaskEngine {
     launch,
     status,
     probeStates,
+    async probePresence(instance, ids) {
+      checkIds(ids);
+      if (ids.length === 0) return new Map();
+      const step = "probe tasks and presence";
+      const r = await script(instance, PROBE_SH, ["--presence", ...ids], { step });
+      if (r.code !== 0) throw scriptFailed(step, instance, r);
+      const seen = parseProbe(r.stdout);
+      const people = attachedPids(parsePresence(r.stdout));
+      return new Map(ids.map((id) => [
+        id,
+        withPresence(seen.get(id) ?? { state: "unknown", run: 0 }, people.get(id)),
+      ]));
+    },
     async probe(instance, ids) {
       const states = await probeStates(instance, ids);
       return new Map([...states].map(([id, d]) => [id, probeWord(d)]));

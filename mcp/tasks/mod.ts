@@ -2,7 +2,8 @@
  * The task engine of `isx mcp` (spec §3): foreground commands, background command tasks
  * whose state lives in the guest and is read back with one exec, the cheap probe, the
  * adoption listing, cancel, a command's result, the watcher that turns probes into one
- * `isx/task_changed` event per transition, and `max_concurrent_tasks` reservations. A
+ * `isx/task_changed` event per transition, `max_concurrent_tasks` reservations, and who is
+ * in an agent's conversation (presence.ts: `attached`, `isx shell --task`). A
  * library: the MCP tools call it; it speaks no MCP. The guest half is guest/task_shell.ts.
  *
  * @module
@@ -29,6 +30,20 @@ export {
   type TaskListing,
   type TaskStatus,
 } from "./parse.ts";
+export {
+  agentOfArgv,
+  attachedPids,
+  joinCommand,
+  parsePresence,
+  personIn,
+  type PresenceAgent,
+  type Presenced,
+  type PresenceProc,
+  type PresenceScan,
+  type PresenceTask,
+  resumedSession,
+  withPresence,
+} from "./presence.ts";
 export {
   CANCEL_STAMP_TRUST_S,
   type Decided,

@@ -53,6 +53,8 @@ export interface TaskStatus {
   max_turns?: number;
   /** The idempotency key recorded at launch. */
   key?: string;
+  /** The pid of a person in the agent's conversation (0: present, pid unreadable). */
+  person?: number;
 }
 
 /** One task directory, as the adoption listing reports it (spec §3.4). */

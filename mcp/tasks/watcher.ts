@@ -6,13 +6,16 @@
  * reported running or never reported. `unknown` is never sent and never changes what was
  * reported; a reading of an older run, or `running` after a terminal state of the same run,
  * is stale and dropped; `lost` comes from a probe or from an instance that is gone (404);
- * `released` is final for a task until {@link TaskWatcher.revive}. Time is injected.
+ * `released` is final for a task until {@link TaskWatcher.revive}. Every fifth round (the
+ * first included) is a slow one: agent tasks that finished are probed too, with the presence
+ * scan, so a person joining and leaving reads `attached` then `finished`. Time is injected.
  *
  * @module
  */
 
 import { type Clock, hasCode, SYSTEM_CLOCK } from "../../rpc/base.ts";
 import type { Decided } from "./state.ts";
+import type { Presenced } from "./presence.ts";
 
 /** The state words a notification carries. */
 export type ChangeState = "running" | "finished" | "lost" | "attached" | "released";
@@ -35,6 +38,8 @@ export interface TaskChange {
 export interface WatchSource {
   /** One exec per instance: each task's decided state. */
   probeStates(instance: string, taskIds: string[]): Promise<Map<string, Decided>>;
+  /** The probe with the presence scan (slow rounds, for instances with agent tasks). */
+  probePresence?(instance: string, taskIds: string[]): Promise<Map<string, Presenced>>;
 }
 
 /** Options of {@link TaskWatcher}. */
@@ -47,6 +52,8 @@ export interface WatcherOptions {
   clock?: Clock;
   /** Pause between rounds, ms (default 2000, spec §11.2). */
   intervalMs?: number;
+  /** Every how many rounds one is slow (default 5, spec §9). */
+  slowEvery?: number;
 }
 
 interface Entry {
@@ -55,6 +62,7 @@ interface Entry {
   state?: ChangeState;
   exit_code?: number;
   tomb?: boolean;
+  agent?: boolean;
 }
 
 const TERMINAL = new Set<ChangeState | undefined>(["finished", "lost", "released"]);
@@ -64,25 +72,44 @@ export class TaskWatcher {
   #tasks = new Map<string, Entry>();
   #o: Required<Omit<WatcherOptions, "clock">> & { clock: Clock };
   #running = false;
+  #rounds = 0;
   #loop: Promise<void> | undefined;
   #wake = () => {};
 
   /** A watcher; nothing is probed until {@link start} or {@link round}. */
   constructor(o: WatcherOptions) {
-    this.#o = { intervalMs: 2000, clock: SYSTEM_CLOCK, ...o };
+    this.#o = { intervalMs: 2000, slowEvery: 5, clock: SYSTEM_CLOCK, ...o };
   }
 
-  /** Starts watching a task (never reported yet: the next round reads it). */
-  watch(instance: string, taskId: string, run = 1): void {
+  /**
+   * Starts watching a task (never reported yet: the next round reads it). An agent task
+   * stays watched once finished (slow rounds: join and leave); `state` seeds what the
+   * session already reported, so it is not sent again.
+   */
+  watch(
+    instance: string,
+    taskId: string,
+    run = 1,
+    o: { agent?: boolean; state?: ChangeState } = {},
+  ): void {
     const e = this.#tasks.get(taskId);
-    if (!e) this.#tasks.set(taskId, { instance, run });
+    if (e) {
+      if (o.agent) e.agent = true;
+      return;
+    }
+    this.#tasks.set(taskId, {
+      instance,
+      run,
+      ...(o.agent ? { agent: true } : {}),
+      ...(o.state ? { state: o.state } : {}),
+    });
   }
 
   /** Feeds a state learned elsewhere; emits when it is a transition. */
   report(
     instance: string,
     taskId: string,
-    d: Decided | { state: ChangeState; run: number; exit_code?: number },
+    d: Decided | Presenced | { state: ChangeState; run: number; exit_code?: number },
   ): void {
     if (d.state === "unknown") return;
     const e = this.#tasks.get(taskId) ?? { instance, run: d.run };
@@ -126,7 +153,7 @@ export class TaskWatcher {
   revive(instance: string, taskId: string): void {
     const e = this.#tasks.get(taskId);
     if (!e) return this.watch(instance, taskId);
-    this.#tasks.set(taskId, { instance, run: e.run });
+    this.#tasks.set(taskId, { instance, run: e.run, ...(e.agent ? { agent: true } : {}) });
   }
 
   /** Stops watching a task without an event. */
@@ -134,11 +161,16 @@ export class TaskWatcher {
     this.#tasks.delete(taskId);
   }
 
-  /** The tasks a round would probe, per instance. */
-  pending(): Map<string, string[]> {
+  /**
+   * The tasks a round would probe, per instance; `slow` adds finished and attached agent
+   * tasks, and marks the instances to scan for presence.
+   */
+  pending(slow = false): Map<string, string[]> {
     const by = new Map<string, string[]>();
     for (const [id, e] of this.#tasks) {
-      if (e.tomb || (e.state !== undefined && e.state !== "running")) continue;
+      const open = e.state === undefined || e.state === "running";
+      const joinable = slow && e.agent && (e.state === "finished" || e.state === "attached");
+      if (e.tomb || !(open || joinable)) continue;
       by.set(e.instance, [...(by.get(e.instance) ?? []), id]);
     }
     return by;
@@ -146,10 +178,14 @@ export class TaskWatcher {
 
   /** One round: one probe per instance, in parallel; a gone instance is forgotten. */
   async round(): Promise<void> {
-    await Promise.all([...this.pending()].map(async ([instance, ids]) => {
-      let states: Map<string, Decided>;
+    const slow = this.#rounds++ % this.#o.slowEvery === 0 && !!this.#o.source.probePresence;
+    await Promise.all([...this.pending(slow)].map(async ([instance, ids]) => {
+      let states: Map<string, Decided | Presenced>;
+      const scan = slow && ids.some((id) => this.#tasks.get(id)?.agent);
       try {
-        states = await this.#o.source.probeStates(instance, ids);
+        states = scan
+          ? await this.#o.source.probePresence!(instance, ids)
+          : await this.#o.source.probeStates(instance, ids);
       } catch (e) {
         if (hasCode(e, "not_found")) this.forget(instance);
         return; // any other failure: skipped until the next round

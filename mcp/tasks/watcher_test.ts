@@ -108,3 +108,43 @@ Deno.test("TaskWatcher stop ends the loop without leaving a timer", async () => 
   await w.stop();
   assert.deepEqual(events, []);
 });
+
+Deno.test("TaskWatcher slow rounds: a person joining and leaving reads attached then finished", async () => {
+  const events: TaskChange[] = [];
+  const calls: string[] = [];
+  // the presence readings of the slow rounds (rounds 1, 6, 11, 16); quick rounds probe only
+  // what is still running
+  const slow = [
+    { state: "finished" as const, run: 1, exit_code: 0 },
+    { state: "attached" as const, run: 1, exit_code: 0, attached_pid: 4242 },
+    { state: "attached" as const, run: 1, exit_code: 0, attached_pid: 4242 },
+    { state: "finished" as const, run: 1, exit_code: 0 },
+  ];
+  const w = new TaskWatcher({
+    source: {
+      probeStates(_i, ids) {
+        calls.push(`quick ${ids.join(",")}`);
+        return Promise.resolve(new Map());
+      },
+      probePresence(_i, ids) {
+        calls.push(`slow ${ids.join(",")}`);
+        return Promise.resolve(new Map(ids.map((id) => [id, slow.shift()!])));
+      },
+    },
+    emit: (c) => events.push(c),
+    clock: FAKE_CLOCK,
+  });
+  w.watch("i1", "a", 1, { agent: true });
+  w.watch("i1", "c", 1, { state: "finished" }); // a finished command: never probed again
+  for (let i = 0; i < 16; i++) await w.round();
+  assert.deepEqual(events.map((e) => `${e.run}:${e.state}:${e.exit_code ?? "-"}`), [
+    "1:finished:0",
+    "1:attached:-",
+    "1:finished:0",
+  ]);
+  assert.deepEqual(
+    calls,
+    ["slow a", "slow a", "slow a", "slow a"],
+    "nothing runs: quick rounds probe nothing",
+  );
+});

@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import { type ActivityRecord, parseActivity, toRecord } from "../../proxy/activity.ts";
+import { type ActivityRecord, parseActivity, toRecord } from "../../proxy/activity/activity.ts";
 import { RefusalError } from "../errors.ts";
 import { InstanceName, tool } from "./def.ts";
 

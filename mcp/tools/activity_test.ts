@@ -1,6 +1,6 @@
 import { equal } from "node:assert/strict";
-import { ActivityCounter } from "../../proxy/counter.ts";
-import { parseActivity, toRecord } from "../../proxy/activity.ts";
+import { ActivityCounter } from "../../proxy/activity/counter.ts";
+import { parseActivity, toRecord } from "../../proxy/activity/activity.ts";
 import { activityTools } from "./activity.ts";
 
 Deno.test("instance_activity's output schema admits every field the proxy's record has, refused included", () => {

@@ -42,11 +42,19 @@ export const sendMessage = tool({
     }
     await requireRunning(s, t.instance);
     const svc = taskService(s);
-    const p = await svc.probe(t.instance, [t.id]);
-    if (p.get(t.id) === "running") {
+    const p = await svc.probeAttached(s, t); // the probe plus who is in the conversation
+    if (p.state === "running") {
       throw new RefusalError(
         "wrong_state",
         `task ${t.id} is still running; wait_any or task_status with wait_seconds first`,
+      );
+    }
+    if (p.state === "attached") {
+      throw new RefusalError(
+        "wrong_state",
+        `task ${t.id} is attached: a person is in its conversation (pid ${
+          p.attached_pid ?? "unknown"
+        }, joined with isx shell --task ${t.id}); wait until they leave (task_status reads finished again)`,
       );
     }
     const f = await agentFacts(s.incus, t.instance, t.id);

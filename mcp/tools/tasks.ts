@@ -34,7 +34,7 @@ function known(s: Session, id: string): TaskEntry {
 const status = tool({
   name: "task_status",
   description:
-    "A task's state read from its instance (running, finished, attached, lost, unknown), with output tails. wait_seconds (≤300) waits until it is no longer running.",
+    "A task's state read from its instance (running, finished, attached, lost, unknown), with output tails. wait_seconds (≤300) waits until it is no longer running. For an agent task, join_command is what a person runs to join its conversation; while they are in it the task reads attached (attached_pid).",
   input: z.strictObject({ task_id: TaskId, wait_seconds: z.number().int().min(0).optional() }),
   output: z.strictObject({
     task_id: TaskId,
@@ -49,6 +49,9 @@ const status = tool({
     stderr_bytes: z.number().int().optional(),
     stdout_tail: z.string().optional(),
     stderr_tail: z.string().optional(),
+    // agent tasks: the person in the conversation, and how to join it (spec §2.7, §12.4)
+    attached_pid: z.number().int().optional(),
+    join_command: z.string().optional(),
     ...AgentStatusFields,
   }),
   hints: { readOnly: true, idempotent: true },
@@ -156,7 +159,7 @@ const result = tool({
     answer: Answer.optional(),
   }),
   hints: { readOnly: true, idempotent: true },
-  async run(args, { session: s, signal }) {
+  async run(args, { session: s, signal, progress }) {
     const t = known(s, args.task_id);
     await requireRunning(s, t.instance);
     if (args.ask !== undefined) {
@@ -176,7 +179,7 @@ const result = tool({
         stdout_bytes: Number(r.stdout_bytes),
         stderr_bytes: Number(r.stderr_bytes),
       });
-      const answer = await ask.answer(data, signal);
+      const answer = await ask.answer(data, { signal, progress });
       return {
         structured: { ...rest, answer },
         text: `${answer.text}\n\n(${t.kind} task ${t.id}, exit ${

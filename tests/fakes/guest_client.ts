@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Caller, CallerLookup } from "../../proxy/clients.ts";
-import type { CallerRef } from "../../proxy/counter.ts";
+import type { Caller, CallerLookup } from "../../proxy/callers/clients.ts";
+import type { CallerRef } from "../../proxy/activity/counter.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -14,10 +14,10 @@
 import { equal } from "node:assert/strict";
 import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
 import { branchInstance, execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
-import { loadCa } from "../../proxy/ca.ts";
-import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
-import { parseCredentials } from "../../proxy/credentials.ts";
-import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
+import { loadCa } from "../../proxy/tls/ca.ts";
+import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
+import { parseCredentials } from "../../proxy/config/credentials.ts";
+import { applyDns, bridgeGateway } from "../../proxy/host/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import {
   AGENT_RUNNER_FILES,

@@ -1,11 +1,11 @@
 /**
- * Test helper process (mcp/session/identity_test.ts): takes session `id`'s lock under `dir`, says
- * "locked", then waits to be killed (it never stops the session itself).
+ * Test helper process (mcp/host/session_locks_test.ts, cli/mcp_test.ts): takes session `id`'s
+ * lock under `dir`, says "locked", then waits to be killed (it never stops the session itself).
  *
  * @module
  */
 
-import { SessionLocks } from "../../mcp/session/identity.ts";
+import { SessionLocks } from "../../mcp/host/session_locks.ts";
 
 const [dir, id] = Deno.args;
 new SessionLocks(dir!).start(id!);

@@ -13,6 +13,7 @@
 import { splitGlobal } from "../../cli/args.ts";
 import { launchFlags, launchMode } from "../../cli/launch.ts";
 import { contextFrom } from "../../cli/permissions.ts";
+import { followedDefaultRemote, readIfPermitted } from "../../cli/perm_context.ts";
 import { lines } from "../../rpc/jsonl.ts";
 
 /** The repository root. */
@@ -62,7 +63,11 @@ export function programArgs(args: string[], opts: SpawnOptions = {}): string[] {
     const parsed = splitGlobal(args, env);
     socket = parsed.global.socket;
     command = parsed.command;
-    remote = parsed.global.remote !== undefined;
+    remote = parsed.global.remote !== undefined ||
+      followedDefaultRemote(env, {
+          socketFlag: parsed.global.socketFlag === true,
+          read: readIfPermitted,
+        }) !== undefined;
   } catch {
     socket = undefined;
   }

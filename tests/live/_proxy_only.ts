@@ -14,8 +14,8 @@ import assert from "node:assert/strict";
 import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
 import { execRecorded, KEY_ISX_ROLE, PROXY_ONLY_BRIDGE } from "../../mcp/mod.ts";
 import { ClientRegistry, incusSource, loadCa, Policy, startProxy } from "../../proxy/mod.ts";
-import { emptyCredentials } from "../../proxy/credentials.ts";
-import { applyDns } from "../../proxy/dns.ts";
+import { emptyCredentials } from "../../proxy/config/credentials.ts";
+import { applyDns } from "../../proxy/host/dns.ts";
 import type { IsxHome } from "../templates_env.ts";
 import { loopbackListen } from "../helpers/proxy.ts";
 

@@ -27,7 +27,7 @@ import {
   waitForRun,
 } from "../../mcp/mod.ts";
 import { ensureCa } from "../../proxy/mod.ts";
-import { certFingerprint, createCa } from "../../proxy/ca.ts";
+import { certFingerprint, createCa } from "../../proxy/tls/ca.ts";
 import { bootMethod } from "../../cli/proxy_install.ts";
 
 /** Runs openssl's TLS handshake from the guest to the proxy, verifying with its trust store. */

@@ -404,13 +404,24 @@ Deno.test({
           return i?.status === "Running" ? i : undefined;
         }, 120_000);
         p.child.kill("SIGKILL");
+        await p.child.status;
       } finally {
         await p[Symbol.asyncDispose]();
       }
+      // isx list already tells: the holder is dead, its instance is an orphan (no sweep yet)
+      const [made] = await underKey();
+      await using ls = spawnProgram(["list", "--json"], { env, prog: "isx", cwd: h.dir });
+      await ls.closeStdin();
+      const lines: string[] = [];
+      for (let l = await ls.readLine(60_000); l !== undefined; l = await ls.readLine(60_000)) {
+        lines.push(l);
+      }
+      const rows = JSON.parse(lines.join("\n")) as { name: string; mcp_state: string }[];
+      assert.equal(rows.find((r) => r.name === made!.name)?.mcp_state, "orphaned", ls.stderr());
       const c = await connect(h, "modern", { extra: NP });
       try {
         // the killed server's lock died with it: the first repeat is already a replay, never
-        // not_held (mcp/session/identity.ts)
+        // not_held (mcp/host/session_locks.ts)
         const r = sc(
           await call(c, "create_instance", { template: TEMPLATE, idempotency_key: key }),
         );

@@ -66,7 +66,7 @@ Deno.test({
       equal(st.code, 0, st.err);
       const s = JSON.parse(st.out);
       equal(s.status, "running");
-      // the kernel connection limit on the guest-facing ports (proxy/conn_limit.ts)
+      // the kernel connection limit on the guest-facing ports (proxy/callers/conn_limit.ts)
       const lo = Math.min(ports.tls, ports.forward), hi = Math.max(ports.tls, ports.forward);
       ok(
         (await nftTable()).includes(`tcp dport { ${lo}, ${hi} } ct state new add @src4`),

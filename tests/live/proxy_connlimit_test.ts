@@ -1,5 +1,5 @@
 /**
- * The kernel connection limit (proxy/conn_limit.ts) attacked from inside a real container:
+ * The kernel connection limit (proxy/callers/conn_limit.ts) attacked from inside a real container:
  * root in the guest opens more TCP connections to a proxy port than its source address may
  * hold, while the host side keeps every accepted socket open (as Deno does with a TLS
  * connection that never sent its ClientHello). Only `perSource` get through; the rest are
@@ -9,9 +9,9 @@
 import { equal } from "node:assert/strict";
 import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
-import { bridgeGateway } from "../../proxy/dns.ts";
-import { nftBinary } from "../../proxy/guard.ts";
-import { installConnLimit } from "../../proxy/conn_limit.ts";
+import { bridgeGateway } from "../../proxy/host/dns.ts";
+import { nftBinary } from "../../proxy/callers/guard.ts";
+import { installConnLimit } from "../../proxy/callers/conn_limit.ts";
 import { launchPinned } from "./_pinned.ts";
 
 const dec = new TextDecoder();

@@ -14,9 +14,9 @@ import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { ensureProxyOnlyBridge, proxyOnlyNic } from "../../mcp/mod.ts";
 import { ClientRegistry, incusSource, loadCa, Policy, startProxy } from "../../proxy/mod.ts";
-import { emptyCredentials } from "../../proxy/credentials.ts";
-import { bridgeGateway } from "../../proxy/dns.ts";
-import { unreachable } from "../../proxy/forward.ts";
+import { emptyCredentials } from "../../proxy/config/credentials.ts";
+import { bridgeGateway } from "../../proxy/host/dns.ts";
+import { unreachable } from "../../proxy/relay/forward.ts";
 import { bridgeExists, removeBridgeIfMade } from "./_proxy_only.ts";
 
 const IMAGE = "dev-base"; // curl, python3 (scripts/host-setup.sh)

@@ -10,10 +10,10 @@
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
 import { LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
-import { loadCa } from "../../proxy/ca.ts";
-import { ClientRegistry, incusSource } from "../../proxy/clients.ts";
-import { parseCredentials } from "../../proxy/credentials.ts";
-import { applyDns, bridgeGateway } from "../../proxy/dns.ts";
+import { loadCa } from "../../proxy/tls/ca.ts";
+import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
+import { parseCredentials } from "../../proxy/config/credentials.ts";
+import { applyDns, bridgeGateway } from "../../proxy/host/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
 import { startFakeUpstream, STREAM_USAGE } from "../fakes/upstream.ts";
 import { launchPinned, TRUSTED_STAMPS, until } from "./_pinned.ts";

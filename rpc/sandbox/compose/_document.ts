@@ -10,7 +10,7 @@
 import { CORE_SCHEMA, loadAll, mergeTag } from "js-yaml";
 import { IsbError } from "../../errors.ts";
 import { ComposeFileSchema, issuesMessage } from "../spec/spec.ts";
-import { interpolateTree, type Lookup } from "./interpolate.ts";
+import { interpolateTree, type Lookup } from "./_interpolate.ts";
 
 const DOCKER_ONLY_TOP: Record<string, string> = {
   networks: "networking comes from incus profiles (incus_profiles)",

@@ -20,7 +20,7 @@ import type { ComposeFile, SandboxSpec } from "../spec/spec.ts";
 import { secretFileMode } from "../spec/parts.ts";
 import { ensureGuestDir } from "../instances/guest_dir.ts";
 import { refuseProtected } from "../resolve/protected.ts";
-import { checkUnitValues, secretPath, secretTargetProblem } from "./unit_values.ts";
+import { checkUnitValues, secretPath, secretTargetProblem } from "./_unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
 export function usedSecretKeys(spec: SandboxSpec): string[] {

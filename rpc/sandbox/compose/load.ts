@@ -19,10 +19,10 @@ import {
   serializeComposeFile,
 } from "../spec/spec.ts";
 import { detailOf, fileTree, parseError, type Tree } from "./_document.ts";
-import { parseEnvFile } from "./envfile.ts";
-import type { Lookup } from "./interpolate.ts";
-import { mergeFiles } from "./merge.ts";
-import { finishComposeFile, selectExact, selectServices } from "./validate.ts";
+import { parseEnvFile } from "./_envfile.ts";
+import type { Lookup } from "./_interpolate.ts";
+import { mergeFiles } from "./_merge.ts";
+import { finishComposeFile, selectExact, selectServices } from "./_validate.ts";
 
 /** Default file names, tried in order, and their override files. */
 export const DEFAULT_FILES = ["isb.yaml", "isb.yml"];

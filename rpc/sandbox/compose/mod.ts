@@ -3,11 +3,12 @@
  * is reading, interpolating, merging and validating the files into one project; the
  * operations walk its services in dependency order through the lifecycle operations.
  *
- * - `load.ts`: files → project (with `_document.ts`, `interpolate.ts`, `merge.ts`, `envfile.ts`,
- *   `validate.ts`, `names.ts`); `fs.ts`: the injected file access, refusing protected paths
+ * - `load.ts`: files → project (with `_document.ts`, `_interpolate.ts`, `_merge.ts`,
+ *   `_envfile.ts`, `_validate.ts`, `_names.ts`); `fs.ts`: the injected file access, refusing
+ *   protected paths
  * - `ops.ts`: load, up, plan, down
  * - `extras.ts`: the compose-only steps of up (secrets, supervised commands, healthchecks);
- *   `unit_values.ts`: the guest paths and unit values they write, checked first
+ *   `_unit_values.ts`: the guest paths and unit values they write, checked first
  *
  * @module
  */

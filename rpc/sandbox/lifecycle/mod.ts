@@ -5,8 +5,8 @@
  * every other concern folder.
  *
  * - `sandbox_ops.ts`: create, ensure, plan, remove, and the engine's shared {@link Runtime}
- * - `lifecycle_ops.ts`: start, stop, wait_ready, add_port, remove_device
- * - `lock.ts`: the per-sandbox `flock(2)` shared with the isb CLI (§9.3)
+ * - `_lifecycle_ops.ts`: start, stop, wait_ready, add_port, remove_device
+ * - `_lock.ts`: the per-sandbox `flock(2)` shared with the isb CLI (§9.3)
  *
  * @module
  */
@@ -28,5 +28,5 @@ export {
   startSandbox,
   stopSandbox,
   waitSandboxReady,
-} from "./lifecycle_ops.ts";
-export { type Clock, LOCK_WAIT_MS, SYSTEM_CLOCK } from "./lock.ts";
+} from "./_lifecycle_ops.ts";
+export { type Clock, LOCK_WAIT_MS, SYSTEM_CLOCK } from "./_lock.ts";

@@ -1,7 +1,7 @@
 /**
  * The spec-taking sandbox operations of the engine (isb-rpc.md §5.2): resolve → lock → plan →
  * apply → readiness, plus `remove` and the shared runtime (the name-taking rest is in
- * `lifecycle_ops.ts`). Each takes the engine's {@link Runtime} and a client already scoped to
+ * `_lifecycle_ops.ts`). Each takes the engine's {@link Runtime} and a client already scoped to
  * the request's project.
  *
  * Order of failure for spec-taking calls (§5.2): the caller has parsed the spec (syntax);
@@ -25,7 +25,7 @@ import {
   type SandboxInfo,
   sandboxInfo,
 } from "../instances/instance.ts";
-import { acquireLock, type Clock, type NameLock } from "./lock.ts";
+import { acquireLock, type Clock, type NameLock } from "./_lock.ts";
 import { type ApplyReport, plan as diff, restartLine, type SandboxPlan } from "../plan/plan.ts";
 import { waitReady } from "../instances/ready.ts";
 import { type Desired, resolve } from "../resolve/resolve.ts";

@@ -3,7 +3,7 @@ import { createIncusClient } from "../../incus/mod.ts";
 import { IsbError } from "../../errors.ts";
 import { startFakeIncusd } from "../../../tests/fakes/incusd.ts";
 import { applyPlan, CREATE_TOKEN_KEY } from "./apply.ts";
-import { SYSTEM_CLOCK } from "../lifecycle/lock.ts";
+import { SYSTEM_CLOCK } from "../../clock.ts";
 import type { SandboxPlan } from "./plan.ts";
 import type { Desired } from "../resolve/resolve.ts";
 

@@ -4,7 +4,7 @@
  * by `host_facts.ts`, the one module here that does I/O, so a dead incusd answers `connect`
  * before any semantic check runs.
  *
- * - `resolve.ts`: spec → {@link Desired} (pure); `desired.ts`: that state and its JSON form
+ * - `resolve.ts`: spec → {@link Desired} (pure); `_desired.ts`: that state and its JSON form
  * - `devices.ts`: mounts and ports → Incus devices; `config.ts`: limits and raw config keys
  * - `host.ts`: the {@link HostFacts} shape and the idmap/home rules over it
  * - `image.ts`: image references → an Incus image source

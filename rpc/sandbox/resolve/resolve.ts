@@ -7,7 +7,7 @@
  * gathered from incusd second (so a dead incusd is `connect`), and only then does this module
  * judge semantics: name, image prefix, pools, bind sources, cpus/cpuset/mem, VM rules.
  *
- * Secret values never reach `desiredToJson`'s output (`desired.ts`): environment secrets
+ * Secret values never reach `desiredToJson`'s output (`_desired.ts`): environment secrets
  * resolved for an OCI image are config keys listed in `sensitive`, those for a system image
  * exec environment listed in `sensitiveExec`, and both render as `(secret)`.
  *
@@ -23,10 +23,10 @@ import { type DesiredDevice, mountDevices, portDevice } from "./devices.ts";
 import { containerIdmap, type HostFacts, pickPool, vmIdmap } from "./host.ts";
 import { isOci, parseImage } from "./image.ts";
 import { memoryLimit, ociCommandLine } from "./config.ts";
-import { type Desired, sortKeys } from "./desired.ts";
+import { type Desired, sortKeys } from "./_desired.ts";
 
-export type { DesiredDevice, EnsureVolume, ImageSource, OwnerFixup } from "./desired.ts";
-export { type Desired, desiredToJson, REDACTED } from "./desired.ts";
+export type { DesiredDevice, EnsureVolume, ImageSource, OwnerFixup } from "./_desired.ts";
+export { type Desired, desiredToJson, REDACTED } from "./_desired.ts";
 export type { HostFacts };
 
 /** What {@link resolve} needs besides the spec. */

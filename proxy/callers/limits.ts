@@ -1,0 +1,125 @@
+/**
+ * What one guest may hold of the proxy: a cap on its open connections (the TLS port and the
+ * forward proxy together), and timeouts that close what is left hanging: a request head that
+ * does not arrive, a kept-alive connection with no next request, and a stream (an upstream
+ * response, a tunnel) on which nothing moves either way. The stream timeout is generous: a
+ * model call streams events with gaps, and a non-streaming one can be silent for minutes
+ * before its answer. A refused connection is counted as `refused` for its instance in
+ * `/activity`. Pure apart from timers.
+ *
+ * @module
+ */
+
+import type { Gate } from "../host/accept.ts";
+import type { CallerLookup } from "./clients.ts";
+import { normalizeAddress } from "./clients.ts";
+import type { ActivityCounter } from "../activity/counter.ts";
+
+/** The limits in force (`proxy.limits` in config.yaml). */
+export interface ProxyLimits {
+  /** Open connections per instance (TLS port and forward proxy together). */
+  connectionsPerInstance: number;
+  /** From accepting a connection (or the first byte of a request) to its whole head. */
+  headerTimeoutMs: number;
+  /** How long a kept-alive connection may wait for its next request. */
+  keepAliveMs: number;
+  /** How long a response or tunnel may go without a byte either way. */
+  streamIdleMs: number;
+}
+
+/** The defaults (docs/proxy.md, "Limits"). */
+export const DEFAULT_LIMITS: Readonly<ProxyLimits> = {
+  connectionsPerInstance: 256,
+  headerTimeoutMs: 30_000,
+  keepAliveMs: 120_000,
+  streamIdleMs: 900_000,
+};
+
+/** Counts open connections per key and refuses one over the cap. */
+export class ConnectionCap {
+  readonly #max: number;
+  readonly #open = new Map<string, number>();
+
+  /** Creates it with at most `max` open connections per key. */
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** Open connections of `key`. */
+  open(key: string): number {
+    return this.#open.get(key) ?? 0;
+  }
+
+  /** Takes a slot: its release (idempotent), or undefined when `key` is at the cap. */
+  take(key: string): (() => void) | undefined {
+    const n = this.open(key);
+    if (n >= this.#max) return undefined;
+    this.#open.set(key, n + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = this.open(key) - 1;
+      if (left > 0) this.#open.set(key, left);
+      else this.#open.delete(key);
+    };
+  }
+}
+
+/**
+ * Calls `onIdle` once when `kick` has not been called for `ms` (one timer, re-armed only
+ * when it fires early, so a kick per read costs a clock read).
+ */
+export class Watchdog {
+  readonly #ms: number;
+  readonly #onIdle: () => void;
+  #last = performance.now();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Starts watching. */
+  constructor(ms: number, onIdle: () => void) {
+    this.#ms = ms;
+    this.#onIdle = onIdle;
+    this.#arm(ms);
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => {
+      const quiet = performance.now() - this.#last;
+      if (quiet >= this.#ms) {
+        this.#timer = undefined;
+        this.#onIdle();
+      } else this.#arm(this.#ms - quiet);
+    }, Math.max(1, ms));
+  }
+
+  /** Something moved. */
+  kick(): void {
+    this.#last = performance.now();
+  }
+
+  /** Stops watching. */
+  stop(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/**
+ * The gate of a guest-facing listener: a connection of a known instance takes one of that
+ * instance's slots (a refusal counted as its `refused`); one from an address no instance
+ * owns takes one of that address's (it only ever gets 403).
+ */
+export function connectionGate(
+  o: { clients: CallerLookup; counter: ActivityCounter; cap: ConnectionCap },
+): Gate {
+  return async (conn) => {
+    const remote = conn.remoteAddr as Deno.NetAddr;
+    const caller = await o.clients.identify(remote).catch(() => undefined);
+    const release = o.cap.take(
+      caller ? `instance ${caller.name}` : `address ${normalizeAddress(remote.hostname)}`,
+    );
+    if (!release && caller) o.counter.refused(caller);
+    return release;
+  };
+}

@@ -1,0 +1,118 @@
+import { deepStrictEqual as assertEquals, equal, ok, throws } from "node:assert/strict";
+import { CREDENTIALS_TEMPLATE } from "../../mcp/host/config.ts";
+import { IsbError } from "../../rpc/mod.ts";
+import { isEmptyYaml, missingNamespaces, parseCredentials } from "./credentials.ts";
+
+Deno.test("parseCredentials takes the all-comments skeleton isx init writes as no credentials", () => {
+  const c = parseCredentials(CREDENTIALS_TEMPLATE);
+  assertEquals(missingNamespaces(c), ["anthropic", "openai", "github"]);
+  equal(c.custom.length, 0);
+});
+
+Deno.test("parseCredentials takes empty and blank texts as no credentials", () => {
+  for (const text of ["", "\n", "  \n\t\n", "# only\n  # comments\n"]) {
+    assertEquals(missingNamespaces(parseCredentials(text)), ["anthropic", "openai", "github"]);
+  }
+});
+
+Deno.test("isEmptyYaml is false as soon as one line holds YAML", () => {
+  ok(isEmptyYaml("# a\n\n  # b"));
+  equal(isEmptyYaml("# a\nopenai: {}\n"), false);
+  equal(isEmptyYaml("---\n"), false);
+});
+
+Deno.test("missingNamespaces names only the namespaces without an account", () => {
+  const c = parseCredentials(
+    "# personal key\nanthropic:\n  accounts:\n    me: { api_key: sk-ant-api03-real }\n",
+  );
+  assertEquals(missingNamespaces(c), ["openai", "github"]);
+});
+
+Deno.test("parseCredentials still refuses broken YAML without quoting a value", () => {
+  throws(
+    () => parseCredentials("anthropic:\n  accounts: { me: { api_key: sk-ant-SECRET\n"),
+    (e: unknown) => e instanceof IsbError && e.code === "parse" && !e.message.includes("SECRET"),
+  );
+});
+
+Deno.test("parseCredentials refuses a wrong shape by field, never quoting a value", () => {
+  const CASES: [string, string][] = [
+    [
+      "anthropic: { accounts: { a: { api_key: SECRET-1, oauth_token: SECRET-2 } } }",
+      "anthropic.accounts.a: expected exactly one of",
+    ],
+    [
+      "anthropic: { accounts: { a: { api_key: SECRET-1, extra: SECRET-2 } } }",
+      "anthropic.accounts.a.extra: unknown field",
+    ],
+    ["anthropic: { accounts: { a: { api_key: '' } } }", "anthropic.accounts.a.api_key: expected"],
+    [
+      "anthropic: { accounts: { v: { vertex: { project: P, region: us-east5 } } } }",
+      "anthropic.accounts.v.vertex.project",
+    ],
+    [
+      "anthropic: { accounts: { v: { vertex: { project: my-proj, region: us-east5, token_ttl_seconds: 0 } } } }",
+      "token_ttl_seconds: expected an integer from 1 to 86400",
+    ],
+    [
+      "anthropic: { accounts: { v: { vertex: { project: my-proj, region: us-east5, token_command: [] } } } }",
+      "token_command: expected at least 1 item",
+    ],
+    ["openai: { accounts: { m: { token: SECRET-1 } } }", "openai.accounts.m.token: unknown field"],
+    ["github: { accounts: [SECRET-1] }", "github.accounts: expected a mapping"],
+    ["gitlab: { accounts: {} }", "gitlab: unknown field"],
+    [
+      "custom: [{ domain: a.b, bearer: SECRET-1, value: SECRET-2 }]",
+      "custom.0.value: unknown field",
+    ],
+    ["custom: [{ domain: a.b, header: X-K }]", "custom.0.value: expected a string"],
+    ["custom: [{ domain: a.b, basic: { user: u } }]", "custom.0.basic.password: expected a string"],
+    ["custom: { domain: a.b }", "custom: expected a list"],
+    ["SECRET-1", "document: expected a mapping"],
+  ];
+  for (const [text, msg] of CASES) {
+    throws(() => parseCredentials(text), (e: unknown) => {
+      ok(e instanceof IsbError && e.code === "invalid", String(e));
+      ok(e.message.startsWith("read credentials: "), e.message);
+      ok(e.message.includes(msg), `${e.message} lacks ${msg}`);
+      ok(!e.message.includes("SECRET"), e.message);
+      return true;
+    }, text);
+  }
+});
+
+Deno.test("parseCredentials reads every account kind and custom rule", () => {
+  const c = parseCredentials(`
+anthropic:
+  default: work
+  accounts:
+    personal: { api_key: k1 }
+    work: { oauth_token: k2 }
+    gcp:
+      vertex: { project: my-proj, region: us-east5, token_command: [gcloud, x], token_ttl_seconds: 60 }
+openai: { accounts: { main: { api_key: k3 } } }
+github: { accounts: { me: { token: k4 } } }
+custom:
+  - { domain: API.example.com, header: X-Api-Key, value: k5 }
+  - { domain: "*.example.org", bearer: k6 }
+  - { domain: git.example.net, basic: { user: bob, password: k7 } }
+`);
+  equal(c.anthropic.default, "work");
+  assertEquals([...c.anthropic.accounts.keys()], ["personal", "work", "gcp"]);
+  assertEquals(c.anthropic.accounts.get("gcp"), {
+    kind: "vertex",
+    vertex: {
+      project: "my-proj",
+      region: "us-east5",
+      tokenCommand: ["gcloud", "x"],
+      tokenTtlMs: 60_000,
+    },
+  });
+  equal(c.openai.accounts.get("main")?.value.reveal(), "k3");
+  equal(c.github.accounts.get("me")?.value.reveal(), "k4");
+  assertEquals(c.custom.map((r) => [r.domain, r.kind, r.value.reveal()]), [
+    ["api.example.com", "header", "k5"],
+    ["*.example.org", "bearer", "k6"],
+    ["git.example.net", "basic", "k7"],
+  ]);
+});

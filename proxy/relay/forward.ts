@@ -1,0 +1,302 @@
+/**
+ * The explicit forward proxy (guests' `HTTP(S)_PROXY`, port 3128): `CONNECT host:port`
+ * tunnels and absolute-form plain-HTTP requests, each counted in the caller's `traffic_*`.
+ *
+ * A CONNECT to a host the proxy intercepts is not tunnelled blind: it is handed to the
+ * intercepting TLS server on loopback (the caller is passed along by the loopback source
+ * port), so a tool that ignores `NO_PROXY` still gets credentials injected and counted.
+ * Every other target is resolved first (once) and connected to only at an address the guard
+ * allows (proxy/egress/guard.ts `targetAllowed`): a public unicast address that is none of
+ * the host's own and in none of its interfaces' subnets (the Incus bridges, the LAN). So the
+ * forward proxy is never a way into the host, another instance or the host's network, and a
+ * name rebound between check and connect changes nothing (the checked address is what is
+ * connected to). A refused target and one that cannot be reached get the same answer, byte
+ * for byte, so a guest cannot scan the host's ports through it. Plain HTTP is sent with
+ * `Connection: close` (one request per connection keeps the relay a byte pipe). Unknown
+ * callers get 403. Limits (proxy/callers/limits.ts): the request head must arrive within the header
+ * timeout, and a tunnel on which nothing moves for the stream timeout is closed.
+ *
+ * @module
+ */
+
+import { log } from "../../rpc/base.ts";
+import { callerOf, type EgressLookup } from "../callers/admit.ts";
+import type { Caller, CallerLookup } from "../callers/clients.ts";
+import type { Handoff } from "../callers/handoff.ts";
+import type { ActivityCounter } from "../activity/counter.ts";
+import { hostOnly, type Policy } from "../config/policy.ts";
+import { closeQuietly, type Gate, serveConns, type Served } from "../host/accept.ts";
+import { type Guard, type Resolver, targetAllowed } from "../egress/guard.ts";
+import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "../egress/dial.ts";
+import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "../callers/limits.ts";
+
+const HEAD_CAP = 64 * 1024;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** What the forward proxy needs. */
+export interface ForwardDeps {
+  clients: CallerLookup;
+  counter: ActivityCounter;
+  policy: Policy;
+  egress?: EgressLookup;
+  /** Loopback port of the intercepting TLS server for CONNECTs to intercepted hosts. */
+  mitmPort?: number;
+  /** Where handed-over callers are recorded (shared with the intercepting server). */
+  handoff: Handoff;
+  /** Extra addresses that count as the host (the proxy's own listen addresses). */
+  hostAddresses: ReadonlySet<string>;
+  /** Test hook: allow loopback targets (the fake upstreams live there). */
+  allowLoopbackTargets?: boolean;
+  /** Looks up target names (default: the system's DNS servers). */
+  resolve?: Resolver;
+  /** The host's addresses and subnets (default: its interfaces, re-read every 2 s). */
+  hostNets?: () => HostNets;
+  /** Timeouts (default {@link DEFAULT_LIMITS}). */
+  limits?: ProxyLimits;
+  /** Admits each connection (the per-instance cap); refused ones get 503. */
+  gate?: Gate;
+  /** The target guard (default: {@link forwardGuard} of these dependencies). */
+  guard?: Guard;
+}
+
+/** The guard for forward-proxy targets of these dependencies. */
+export function forwardGuard(
+  deps: Pick<ForwardDeps, "hostAddresses" | "allowLoopbackTargets" | "resolve" | "hostNets">,
+): Guard {
+  const nets = deps.hostNets ?? cachedHostNets();
+  return {
+    resolve: deps.resolve ?? systemResolver(),
+    allows(ip) {
+      const { own, subnets } = nets();
+      return targetAllowed(ip, {
+        own: new Set([...own, ...deps.hostAddresses]),
+        subnets,
+        ...(deps.allowLoopbackTargets ? { allowLoopback: true } : {}),
+      });
+    },
+  };
+}
+
+async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < data.length) off += await conn.write(data.subarray(off));
+}
+
+/** Reads one request head (up to 64 KiB) and what came after it; undefined at the end. */
+export async function readHead(
+  conn: Deno.Conn,
+): Promise<{ head: string; rest: Uint8Array } | undefined> {
+  const buf = new Uint8Array(HEAD_CAP);
+  let n = 0;
+  while (n < HEAD_CAP) {
+    const got = await conn.read(buf.subarray(n));
+    if (got === null) return undefined;
+    n += got;
+    const text = dec.decode(buf.subarray(0, n));
+    const end = text.indexOf("\r\n\r\n");
+    if (end >= 0) {
+      const headLen = enc.encode(text.slice(0, end + 4)).length;
+      return { head: text.slice(0, end), rest: buf.slice(headLen, n) };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Copies both ways, counting, half-closing, and closing both when done, or when nothing has
+ * moved either way for `idleMs`.
+ */
+export async function pipeConns(
+  a: Deno.Conn,
+  b: Deno.Conn,
+  count: {
+    ab?: (n: number) => void;
+    ba?: (n: number) => void;
+    idleMs?: number;
+    /** Closes both when aborted (the proxy is stopping). */
+    signal?: AbortSignal | undefined;
+  } = {},
+): Promise<void> {
+  const close = () => closeQuietly(a, b);
+  const dog = count.idleMs ? new Watchdog(count.idleMs, close) : undefined;
+  if (count.signal?.aborted) close();
+  count.signal?.addEventListener("abort", close, { once: true });
+  const copy = async (from: Deno.Conn, to: Deno.Conn, on?: (n: number) => void) => {
+    const buf = new Uint8Array(64 * 1024);
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      dog?.kick();
+      on?.(n);
+      await writeAll(to, buf.subarray(0, n));
+    }
+    await to.closeWrite().catch(() => {});
+  };
+  try {
+    await Promise.all([copy(a, b, count.ab), copy(b, a, count.ba)].map((p) => p.catch(close)));
+  } finally {
+    dog?.stop();
+    count.signal?.removeEventListener("abort", close);
+    close();
+  }
+}
+
+function reply(status: string, note = ""): Uint8Array {
+  const body = note ? `isx-proxy: ${note}\n` : "";
+  return enc.encode(
+    `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${
+      enc.encode(body).length
+    }\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The one answer for a target that is refused or cannot be reached. */
+export function unreachable(host: string, port: number): Uint8Array {
+  return reply("502 Bad Gateway", `cannot connect to ${host}:${port}`);
+}
+
+/** `host:port` (or `[v6]:port`) → host and port (`defaultPort` when none is given). */
+export function splitAuthority(
+  authority: string,
+  defaultPort: number,
+): { host: string; port: number } {
+  const host = hostOnly(authority);
+  const m = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""));
+  return { host, port: m ? Number(m[1]) : defaultPort };
+}
+
+/** Serves one forward-proxy connection to its end. */
+export async function handleForward(
+  conn: Deno.Conn,
+  deps: ForwardDeps,
+  stopping?: AbortSignal,
+): Promise<void> {
+  let upstream: Deno.Conn | undefined;
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  const timer = setTimeout(() => conn.close(), limits.headerTimeoutMs);
+  const guard = deps.guard ?? forwardGuard(deps);
+  try {
+    const caller = await callerOf({ clients: deps.clients }, conn.remoteAddr as Deno.NetAddr);
+    const got = caller ? await readHead(conn) : undefined;
+    clearTimeout(timer);
+    if (!caller) {
+      return await writeAll(conn, reply("403 Forbidden", "this address belongs to no instance"));
+    }
+    if (!got) return;
+    const [method = "", target = ""] = got.head.split("\r\n", 1)[0]!.split(" ");
+    if (method === "CONNECT") {
+      const { host, port } = splitAuthority(target, 443);
+      const intercepted = deps.policy.covers(host) || deps.egress?.covers(caller, host);
+      if (intercepted && port === 443 && deps.mitmPort) {
+        upstream = await Deno.connect({ hostname: "127.0.0.1", port: deps.mitmPort });
+        const local = (upstream.localAddr as Deno.NetAddr).port;
+        deps.handoff.set(deps.mitmPort, local, caller);
+        try {
+          await writeAll(conn, enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
+          if (got.rest.length) await writeAll(upstream, got.rest);
+          await pipeConns(conn, upstream, { idleMs: limits.streamIdleMs, signal: stopping });
+        } finally {
+          deps.handoff.delete(deps.mitmPort, local);
+        }
+        return;
+      }
+      return await tunnel(conn, { ...deps, guard, stopping }, caller, {
+        host,
+        port,
+        first: got.rest,
+        head: undefined,
+      });
+    }
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      return await writeAll(
+        conn,
+        reply("400 Bad Request", "expected CONNECT or an absolute http:// URL"),
+      );
+    }
+    if (url.protocol !== "http:") {
+      return await writeAll(conn, reply("400 Bad Request", "only http:// is forwarded"));
+    }
+    const lines = got.head.split("\r\n").slice(1).filter((l) =>
+      !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l)
+    );
+    const head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\n${
+      lines.join("\r\n")
+    }\r\nconnection: close\r\n\r\n`;
+    const port = url.port ? Number(url.port) : 80;
+    return await tunnel(conn, { ...deps, guard, stopping }, caller, {
+      host: hostOnly(url.host),
+      port,
+      first: got.rest,
+      head: enc.encode(head),
+    });
+  } catch (e) {
+    log.debug("proxy: forward connection failed", { error: String((e as Error)?.message ?? e) });
+  } finally {
+    clearTimeout(timer);
+    closeQuietly(conn, upstream);
+  }
+}
+
+async function tunnel(
+  conn: Deno.Conn,
+  deps: ForwardDeps & { guard: Guard; stopping: AbortSignal | undefined },
+  caller: Caller,
+  t: { host: string; port: number; first: Uint8Array; head: Uint8Array | undefined },
+): Promise<void> {
+  const traffic = deps.counter.traffic(caller);
+  let upstream: Deno.Conn | undefined;
+  try {
+    try {
+      upstream = await dialGuarded(t.host, t.port, deps.guard);
+    } catch (e) {
+      // Refused or unreachable: one answer, so the guest learns nothing about which.
+      log.debug("proxy: forward target refused or unreachable", {
+        instance: caller.name,
+        error: String((e as Error)?.message ?? e),
+      });
+      return await writeAll(conn, unreachable(t.host, t.port));
+    }
+    traffic.responded();
+    if (t.head) {
+      traffic.sent(t.head.length);
+      await writeAll(upstream, t.head);
+    } else {
+      await writeAll(conn, enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
+    }
+    if (t.first.length) {
+      traffic.sent(t.first.length);
+      await writeAll(upstream, t.first);
+    }
+    await pipeConns(conn, upstream, {
+      ab: (n) => traffic.sent(n),
+      ba: (n) => traffic.received(n),
+      idleMs: (deps.limits ?? DEFAULT_LIMITS).streamIdleMs,
+      signal: deps.stopping,
+    });
+  } finally {
+    traffic.end();
+    closeQuietly(upstream);
+  }
+}
+
+/** A running forward proxy. */
+export type ForwardServer = Served;
+
+/** Accepts forward-proxy connections on `listener`. */
+export function serveForward(listener: Deno.Listener, deps: ForwardDeps): ForwardServer {
+  const guarded = { ...deps, guard: forwardGuard(deps) };
+  return serveConns(
+    listener,
+    (conn, stop) => handleForward(conn, guarded, stop),
+    "forward listener",
+    {
+      gate: deps.gate,
+      refuse: (conn) =>
+        writeAll(conn, reply("503 Service Unavailable", "too many connections from this instance")),
+    },
+  );
+}

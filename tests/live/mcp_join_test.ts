@@ -1,0 +1,299 @@
+/**
+ * Joining a delegated task (§12.4) end to end: the SDK client (with `isx/task_changed`)
+ * against the real `isx mcp`, a Claude Code delegation in a `tpl-agents` instance answered
+ * by the scripted model mock through the agents lab's proxy, then a person joins through a
+ * real tmux session running `bin/isx shell --task <id>` (Claude's own interactive resume of
+ * the session). While they are in: the poller's notification says `attached` before anything
+ * else reads the task, task_status reads `attached` with the pid of their `claude --resume`,
+ * so does list_instances, `send_message` is refused
+ * `wrong_state` naming that pid, and a second join is refused. They quit; the task reads
+ * `finished` again and the notification follows. Plus the CLI's refusals: an unknown task,
+ * a command task, a turn still running. Needs tmux and the built template; without them the
+ * test is ignored with a printed reason.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { Client } from "@modelcontextprotocol/client";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { readStamps } from "../../mcp/mod.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
+import { ROOT } from "../helpers/spawn.ts";
+import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
+
+const HAVE_TMUX = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" })
+  .output().then((o) => o.success, () => false);
+const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
+const HAVE = !NO_INCUS && WANTED && HAVE_TMUX && await haveTemplate();
+if (!NO_INCUS && WANTED && !HAVE) {
+  // deno-lint-ignore no-console
+  console.error(
+    `join live test skipped: ${
+      HAVE_TMUX ? `no ${AGENTS_TEMPLATE} (isx build tpl-agents)` : "no tmux"
+    }`,
+  );
+}
+
+type Change = { task_id: string; run: number; state: string; exit_code?: number };
+const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
+const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+async function status(c: Client, task: string, wait = 0): Promise<Record<string, unknown>> {
+  const r = await call(c, "task_status", { task_id: task, wait_seconds: wait });
+  assert.equal(refusal(r), undefined, text(r));
+  checkResult("task_status", r);
+  return sc(r);
+}
+
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** `bin/isx shell --no-preflight --task <id>` with the test's isx home, run to its end. */
+async function isxJoin(h: McpHome, task: string) {
+  const o = await new Deno.Command(`${ROOT}/bin/isx`, {
+    args: ["shell", "--no-preflight", "--task", task],
+    env: { ...Deno.env.toObject(), ...h.env, INCUS_SOCKET: LIVE_SOCKET },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: o.code, stderr: new TextDecoder().decode(o.stderr) };
+}
+
+/** A tmux server of this test's own (its socket name), so nothing else's sessions are touched. */
+class Tmux {
+  readonly sock = `isx-join-${crypto.randomUUID().slice(0, 8)}`;
+  async run(...args: string[]): Promise<{ ok: boolean; out: string }> {
+    const o = await new Deno.Command("tmux", {
+      args: ["-L", this.sock, ...args],
+      stderr: "piped",
+      stdout: "piped",
+    })
+      .output();
+    return { ok: o.success, out: new TextDecoder().decode(o.stdout) };
+  }
+  async alive(): Promise<boolean> {
+    return (await this.run("has-session", "-t", "join")).ok;
+  }
+  async close(): Promise<void> {
+    await this.run("kill-server");
+  }
+}
+
+Deno.test({
+  name: "isx shell --task joins a delegated Claude task through tmux: attached, refused, finished",
+  ignore: !HAVE,
+  async fn(t) {
+    const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
+    const c = await connect(h, "legacy", { experimental: true, extra: ["--no-preflight"] });
+    const seen: Change[] = [];
+    c.fallbackNotificationHandler = (n) => {
+      if (n.method === "notifications/isx/task_changed") seen.push(n.params as unknown as Change);
+      return Promise.resolve();
+    };
+    const tmux = new Tmux();
+    let lab: AgentsLab | undefined;
+    let instance = "";
+    try {
+      const made = await call(c, "create_instance", {
+        template: AGENTS_TEMPLATE,
+        name_hint: "join",
+      });
+      assert.equal(refusal(made), undefined, text(made));
+      instance = String(sc(made).instance);
+      lab = await AgentsLab.open({ instance });
+      const env = Object.entries(lab.runEnv()).filter(([k]) =>
+        !["HOME", "USER", "PATH"].includes(k)
+      )
+        .map(([k, v]) => `export ${k}=${q(v)}\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
+      // runs and the person's login shell both read the lab's endpoints from the profile
+      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
+        step: "push test env",
+        mode: 0o644,
+      });
+
+      let task = "";
+      await t.step("a finished agent task carries its join_command, nobody attached", async () => {
+        const r = await call(c, "delegate", {
+          instance,
+          agent: "claude",
+          cwd: PROJECT,
+          instruction: "Say hello",
+        });
+        assert.equal(refusal(r), undefined, text(r));
+        task = String(sc(r).task_id);
+        const st = await status(c, task, 120);
+        assert.equal(st.state, "finished", JSON.stringify(st));
+        assert.equal(st.join_command, `isx shell --task ${task}`);
+        assert.equal(st.attached_pid, undefined);
+      });
+
+      await t.step("the CLI refuses an unknown task and a command task, saying why", async () => {
+        const unknown = await isxJoin(h, "t99-none");
+        assert.equal(unknown.code, 3, unknown.stderr);
+        assert.match(unknown.stderr, /join task "t99-none": not in any running instance/);
+        const bg = await call(c, "exec", { instance, command: "true", background: true });
+        assert.equal(refusal(bg), undefined, text(bg));
+        const cmdTask = String(sc(bg).task_id);
+        const st = await status(c, cmdTask, 60);
+        assert.equal(st.join_command, undefined, "a command task has no join_command");
+        const cmd = await isxJoin(h, cmdTask);
+        assert.equal(cmd.code, 1, cmd.stderr);
+        assert.match(cmd.stderr, /is a command task, with no conversation to join/);
+      });
+
+      await t.step("the CLI refuses a task still running a turn", async () => {
+        const mock = lab!.anthropic;
+        const before = mock.modelCalls().length;
+        for (let i = 0; i < 3; i++) mock.queue({ delayMs: 3000 });
+        const r = await call(c, "send_message", { task_id: task, message: "MOCK_SLOW" });
+        assert.equal(refusal(r), undefined, text(r));
+        await until("the model call", () =>
+          Promise.resolve(mock.modelCalls().length > before ? true : undefined));
+        const busy = await isxJoin(h, task);
+        assert.equal(busy.code, 7, busy.stderr);
+        assert.match(busy.stderr, /still running turn 2; wait until it finishes/);
+        await call(c, "cancel_task", { task_id: task });
+        mock.clearQueue();
+        assert.equal((await status(c, task, 60)).state, "finished");
+      });
+
+      let pid = 0;
+      await t.step("a person joins through tmux: attached everywhere, with their pid", async () => {
+        const rc = `${h.dir}/join.rc`;
+        const script = `${h.dir}/join.sh`;
+        Deno.writeTextFileSync(
+          script,
+          Object.entries({
+            PATH: Deno.env.get("PATH") ?? "",
+            ...h.env,
+            INCUS_SOCKET: LIVE_SOCKET,
+            TERM: "xterm-256color",
+          })
+            .map(([k, v]) =>
+              `export ${k}=${q(v)}\n`
+            ).join("") +
+            `${q(`${ROOT}/bin/isx`)} shell --no-preflight --task ${task}\necho $? >${q(rc)}\n`,
+        );
+        const started = await tmux.run(
+          "new-session",
+          "-d",
+          "-s",
+          "join",
+          "-x",
+          "120",
+          "-y",
+          "40",
+          `bash ${q(script)}`,
+        );
+        assert.ok(started.ok, "tmux started");
+        // the poller's slow round tells first: nothing else reads the task meanwhile
+        await until("the attached notification", () =>
+          Promise.resolve(
+            seen.some((e) => e.task_id === task && e.state === "attached") ? true : undefined,
+          ));
+        const st = await status(c, task);
+        assert.equal(st.state, "attached", JSON.stringify(st));
+        pid = Number(st.attached_pid);
+        assert.ok(pid > 0, JSON.stringify(st));
+        const argv = await lab!.root(
+          `tr '\\0' ' ' </proc/${pid}/cmdline; echo; stat -c %U /proc/${pid}`,
+        );
+        assert.match(
+          argv,
+          new RegExp(`^claude --resume ${String(st.session_id ?? "[0-9a-f-]{36}")}`),
+          argv,
+        );
+        assert.match(argv, /\nagentuser\n$/, "the agent runs as agentuser");
+        const cwd = await lab!.root(`readlink /proc/${pid}/cwd`);
+        assert.equal(cwd.trim(), PROJECT, "in the task's directory");
+        const listed = sc(await call(c, "list_instances")).instances as Record<string, unknown>[];
+        const mine = listed.find((i) => i.instance === instance)!;
+        assert.equal(
+          (mine.tasks as { task_id: string; state: string }[]).find((x) => x.task_id === task)
+            ?.state,
+          "attached",
+        );
+      });
+
+      await t.step(
+        "send_message is refused wrong_state naming the pid; a second join too",
+        async () => {
+          const r = await call(c, "send_message", { task_id: task, message: "hello?" });
+          assert.equal(refusal(r), "wrong_state", text(r));
+          assert.match(
+            text(r),
+            new RegExp(`attached: a person is in its conversation \\(pid ${pid},`),
+          );
+          const second = await isxJoin(h, task);
+          assert.equal(second.code, 7, second.stderr);
+          assert.match(
+            second.stderr,
+            new RegExp(`someone is already in its conversation \\(pid ${pid}\\)`),
+          );
+        },
+      );
+
+      await t.step("the person quits: finished again, and the notification follows", async () => {
+        // Claude's first screen in a new folder asks for trust: Escape leaves, as Ctrl-C does
+        for (const key of ["Escape", "C-c", "C-c", "C-d"]) {
+          if (!(await tmux.alive())) {
+            break;
+          }
+          await tmux.run("send-keys", "-t", "join", key);
+          await sleep(1500);
+        }
+        await until("the tmux session to end", async () =>
+          (await tmux.alive()) ? undefined : true, 30_000);
+        assert.match(
+          Deno.readTextFileSync(`${h.dir}/join.rc`),
+          /^\d+\n$/,
+          "isx shell ended by itself",
+        );
+        // again the poller tells first (a slow round within ~10 s), then task_status agrees
+        await until("the finished notification", () => {
+          const mine = seen.filter((e) =>
+            e.task_id === task
+          ).map((e) => e.state);
+          const at = mine.lastIndexOf("attached");
+          return Promise.resolve(
+            at >= 0 && mine.slice(at + 1).includes("finished") ? true : undefined,
+          );
+        }, 60_000);
+        const st = await status(c, task);
+        assert.equal(st.state, "finished", JSON.stringify(st));
+        assert.equal(st.attached_pid, undefined);
+        assert.equal(
+          (await lab!.root(`[ -e /proc/${pid} ] && echo alive || echo gone`)).trim(),
+          "gone",
+        );
+      });
+    } finally {
+      await tmux.close();
+      if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
+      await c.close();
+      // whatever this test's server made, even a create that failed half-way
+      const incus = createIncusClient({ socket: LIVE_SOCKET });
+      for (const i of await incus.listInstances().catch(() => [])) {
+        if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
+          await removeInstance(incus, i.name).catch(() => {});
+        }
+      }
+      incus.close();
+      await lab?.[Symbol.asyncDispose]();
+      await Deno.remove(h.dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
