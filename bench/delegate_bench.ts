@@ -53,6 +53,7 @@ let instance = "";
 try {
   if (N === 0) throw new Skip();
   const made = await call(c, "create_instance", { template: "tpl-agents", purpose: "bench" });
+  if (made.isError) throw new Error(`create_instance: ${JSON.stringify(made.content)}`);
   instance = String((made.structuredContent as Record<string, unknown>).instance);
   lab = await AgentsLab.open({ instance });
   const env = Object.entries(lab.runEnv()).filter(([k]) => !["HOME", "USER", "PATH"].includes(k))
