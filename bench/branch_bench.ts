@@ -168,7 +168,8 @@ if (import.meta.main) {
           break;
         } catch (e) {
           if (attempt === 3) throw e;
-          say(`build attempt ${attempt} failed; trying again`);
+          const why = (e instanceof Error ? e.message : String(e)).trim().split("\n").pop();
+          say(`build attempt ${attempt} failed (${why}); trying again`);
         }
       }
     }
