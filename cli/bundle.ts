@@ -19,6 +19,9 @@ import * as mcpBackend from "./mcp_backend.ts";
 import * as proxy from "./proxy.ts";
 import * as rpc from "./rpc.ts";
 import * as shell from "./shell.ts";
+import * as rpcLib from "../rpc/mod.ts";
+import { METHODS } from "../rpc/server/methods/mod.ts";
+import { registerMethods } from "../rpc/server/mod.ts";
 import { registerModules } from "./commands.ts";
 import { runCli } from "./mod.ts";
 
@@ -35,7 +38,9 @@ export const BUNDLED: Record<string, Record<string, unknown>> = {
   "proxy.ts": proxy,
   "rpc.ts": rpc,
   "shell.ts": shell,
+  "../rpc/mod.ts": rpcLib,
 };
 registerModules(BUNDLED);
+registerMethods(METHODS); // isb rpc's method table, which rpc/server loads by a computed specifier
 
 if (import.meta.main) Deno.exit(await runCli(Deno.args));

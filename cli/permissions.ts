@@ -46,7 +46,16 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // Never the host user's keys, whatever the cwd: the isx config (credentials), state (CA
   // key) and ~/.ssh.
   rpc: (c) => ({
-    read: [c.socket, c.cwd, c.tmp, c.isbStateDir, c.lockDir, "/etc/subuid", "/etc/subgid"],
+    read: [
+      c.socket,
+      c.cwd,
+      c.tmp,
+      c.isbStateDir,
+      c.lockDir,
+      "/etc/subuid",
+      "/etc/subgid",
+      `${c.programDir}/rpc`, // the library and the method table, imported after the hello
+    ],
     write: [c.socket, c.isbStateDir, c.lockDir],
     net: true,
     env: true,

@@ -42,6 +42,9 @@ async function compile(prog: "isx" | "isb", out: string): Promise<void> {
     // the command modules: imported by computed specifiers, so deno compile does not see them
     ...COMMANDS.flatMap((c) => ["--include", `${root}/cli/${c.module}`]),
     ...LAZY_MODULES.flatMap((m) => ["--include", `${root}/cli/${m}`]),
+    // isb rpc's method table, which rpc/server/mod.ts imports by a computed specifier
+    "--include",
+    `${root}/rpc/server/methods/mod.ts`,
     "--output",
     `${out}/${prog}`,
     `${root}/main.ts`,

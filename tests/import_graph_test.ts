@@ -60,6 +60,8 @@ function allowed(from: string, to: string): boolean {
     // compile flags, and the command modules to embed
     return ["cli/permissions.ts", "cli/launch.ts", "cli/commands.ts"].includes(to);
   }
+  // the guest bundle's entry imports statically what rpc/server loads by a computed specifier
+  if (from === "cli/bundle.ts" && to === "rpc/server/methods/mod.ts") return true;
   if (a === "cli") {
     // and rpc's leaf modules, so the root and `isb rpc` start without the engine
     return [

@@ -98,6 +98,16 @@ Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right: rpc has its server
 });
 
+Deno.test("isb rpc reads neither the library nor the method table before its hello", async () => {
+  // Deno reads every statically analyzable import() of the graph before the program starts;
+  // cli/rpc.ts and rpc/server/mod.ts import those two by computed specifiers (issue 11)
+  const got = all(await graphOf("cli/rpc.ts"), "cli/rpc.ts");
+  const engine = under(got, "rpc/sandbox/", "rpc/incus/", "rpc/server/methods/", "rpc/mod.ts");
+  assert.deepEqual(engine.filter((m) => m !== "rpc/sandbox/exec/registry.ts"), []);
+  assert.deepEqual(under(got, "npm:", "mcp/", "proxy/"), []);
+  assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right
+});
+
 Deno.test("isx guest loads neither the sandbox engine, the proxy nor the MCP layer", async () => {
   const got = await loads("cli/guest.ts");
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "mcp/", "proxy/", "npm:"), []);
