@@ -181,6 +181,33 @@ Deno.test({
         },
       );
 
+      await t.step("a cancelled ask leaves no agent running and no scratch directory", async () => {
+        const before = mock.modelCalls().length;
+        for (let i = 0; i < 2; i++) mock.queue({ delayMs: 3000 });
+        const ac = new AbortController();
+        const pending = c.callTool(
+          { name: "exec", arguments: { instance, command: "echo slow", ask: "Slowly?" } },
+          { signal: ac.signal, timeout: 300_000 },
+        ).catch((e) => e);
+        const until = Date.now() + 120_000;
+        while (mock.modelCalls().length === before && Date.now() < until) {
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.ok(mock.modelCalls().length > before, "the summary agent was in its model call");
+        ac.abort();
+        assert.ok((await pending) instanceof Error, "the call ended as cancelled");
+        mock.clearQueue();
+        let left = "";
+        for (let i = 0; i < 40; i++) {
+          left = await lab!.root(
+            `pgrep -af -- '--mode [a]sk' || true; ls -A /home/agentuser/.isx-mcp/ask 2>/dev/null || true`,
+          );
+          if (!left.trim()) break;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        assert.equal(left.trim(), "", "nothing of the ask is left");
+      });
+
       await t.step("task_result ask on a command task reads both streams", async () => {
         const bg = sc(
           await call(c, "exec", {
