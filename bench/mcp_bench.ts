@@ -148,11 +148,14 @@ async function rawExec(name: string): Promise<void> {
 }
 
 async function cliExec(name: string): Promise<void> {
+  // the CLI was seen to hang for minutes on a loaded host: a bound, so the bench ends
   const out = await new Deno.Command("incus", {
     args: ["exec", name, "--", "true"],
     stdout: "null",
     stderr: "null",
+    signal: AbortSignal.timeout(60_000),
   }).output();
+  if (out.signal) throw new Error("incus exec -- true did not end within 60 s (killed)");
   if (!out.success) throw new Error("incus exec failed");
 }
 

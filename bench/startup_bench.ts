@@ -6,12 +6,19 @@
  *
  * Each figure is spawn → the first protocol answer: the hello line of `isb rpc` (and, beside
  * it, the answer to a `version` sent at once, which waits for the library to load), the
- * answer to `initialize` of `isx mcp`, the first line of `isx --help`, the whole output of
- * `isx list` (which includes its Incus calls; the same calls made in a warm process are
- * printed beside it, so "start-up + the Incus call" can be read off). Runs are alternated
- * between the commands so that the machine's noise falls on all of them alike.
+ * answer to `initialize` of `isx mcp`, and the answer to `list_templates` sent after the
+ * answers to `initialize` and `tools/list` (issue 9's "spawn → initialize → tools/list →
+ * list_templates", in a fresh home approving `--template`), the first line of `isx --help`,
+ * the whole output of `isx list` (which includes its Incus calls; the same calls made in a
+ * warm process are printed beside it, so "start-up + the Incus call" can be read off). Runs
+ * are alternated between the commands (and the checkouts) so that the machine's noise falls
+ * on all of them alike.
  *
- * `deno run -A bench/startup_bench.ts [--runs N (default 15)] [--only NAME,…]`
+ * `--against DIR` runs every command of another checkout too (e.g. `git worktree add` of the
+ * commit before a change), alternated with this one's, and prints its figures beside.
+ *
+ * `deno run -A bench/startup_bench.ts [--runs N (default 15)] [--only NAME,…] [--against DIR]
+ * [--template tpl-minimal]`
  *
  * @module
  */
@@ -21,7 +28,12 @@ import { createIncusClient } from "../rpc/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const { values } = parseArgs({
-  options: { runs: { type: "string", default: "15" }, only: { type: "string" } },
+  options: {
+    runs: { type: "string", default: "15" },
+    only: { type: "string" },
+    against: { type: "string" },
+    template: { type: "string", default: "tpl-minimal" },
+  },
 });
 const RUNS = Number(values.runs);
 const DENO = Deno.execPath();
@@ -31,6 +43,12 @@ interface Case {
   cmd: string[];
   /** Written to stdin right after spawn (a request), if any. */
   input?: string;
+  /** Sent once the line before it is answered: `[id awaited, line to send]`. */
+  then?: [number, string][];
+  /** Extra environment (a fresh home). */
+  env?: Record<string, string>;
+  /** Working directory: the checkout's own (the launchers cache flags per directory). */
+  cwd?: string;
   /** True when the answer has arrived, given all stdout so far. */
   done(out: string): boolean;
 }
@@ -49,24 +67,63 @@ const INIT = JSON.stringify({
   },
 }) + "\n";
 
+// a fresh home that approves the template (isx mcp's list_templates answers from it)
+const HOME = await Deno.makeTempDir({ prefix: "isx-startup-bench-" });
+await Deno.mkdir(`${HOME}/config/isx`, { recursive: true });
+await Deno.mkdir(`${HOME}/state/isx`, { recursive: true });
+await Deno.writeTextFile(`${HOME}/config/isx/config.yaml`, "proxy:\n  ports: {health: 9}\n");
+await Deno.writeTextFile(`${HOME}/config/isx/mcp.yaml`, `templates: [${values.template}]\n`);
+const HOME_ENV = {
+  HOME,
+  XDG_CONFIG_HOME: `${HOME}/config`,
+  XDG_STATE_HOME: `${HOME}/state`,
+  XDG_CACHE_HOME: `${HOME}/cache`,
+  DENO_DIR: Deno.env.get("DENO_DIR") ||
+    `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`,
+};
+const rpcLine = (id: number, method: string, params: Record<string, unknown> = {}) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n";
+const answered = (id: number) => (o: string) =>
+  o.split("\n").some((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`));
+
 const line = (out: string) => out.includes("\n");
+/** The commands of one checkout, named with `tag` when it is not this one. */
+function casesOf(root: string, tag: string): Case[] {
+  const cases: Case[] = [
+    { name: `isb rpc (hello)${tag}`, cmd: [`${root}/bin/isb`, "rpc"], done: line },
+    {
+      name: `isb rpc (version)${tag}`,
+      cmd: [`${root}/bin/isb`, "rpc"],
+      input: '{"id":1,"method":"version"}\n',
+      done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
+    },
+    {
+      name: `isx mcp (initialize)${tag}`,
+      cmd: [`${root}/bin/isx`, "mcp"],
+      input: INIT,
+      done: (o: string) => o.split("\n").some((l) => l.includes('"id":1')),
+    },
+    {
+      name: `isx mcp (→ list_templates)${tag}`,
+      cmd: [`${root}/bin/isx`, "mcp", "--no-preflight"],
+      env: HOME_ENV,
+      input: INIT,
+      then: [
+        [1, rpcLine(2, "tools/list")],
+        [2, rpcLine(3, "tools/call", { name: "list_templates", arguments: {} })],
+      ],
+      done: answered(3),
+    },
+    { name: `isx --help${tag}`, cmd: [`${root}/bin/isx`, "--help"], done: line },
+    { name: `isx list${tag}`, cmd: [`${root}/bin/isx`, "list"], done: () => false },
+  ];
+  return cases.map((c) => ({ ...c, cwd: root }));
+}
+const AGAINST = values.against?.replace(/\/$/, "");
 const CASES: Case[] = [
   { name: "deno run (one line)", cmd: [DENO, "run", ONE_LINE], done: line },
-  { name: "isb rpc (hello)", cmd: [`${ROOT}/bin/isb`, "rpc"], done: line },
-  {
-    name: "isb rpc (version)",
-    cmd: [`${ROOT}/bin/isb`, "rpc"],
-    input: '{"id":1,"method":"version"}\n',
-    done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
-  },
-  {
-    name: "isx mcp (initialize)",
-    cmd: [`${ROOT}/bin/isx`, "mcp"],
-    input: INIT,
-    done: (o: string) => o.split("\n").some((l) => l.includes('"id":1')),
-  },
-  { name: "isx --help", cmd: [`${ROOT}/bin/isx`, "--help"], done: line },
-  { name: "isx list", cmd: [`${ROOT}/bin/isx`, "list"], done: () => false },
+  ...casesOf(ROOT, ""),
+  ...(AGAINST ? casesOf(AGAINST, ` [${AGAINST.split("/").pop()}]`) : []),
 ].filter((c) => !values.only || values.only.split(",").some((o) => c.name.startsWith(o)));
 
 /** Spawn → answer in ms; the process is ended after its answer (or runs to its end). */
@@ -74,6 +131,8 @@ async function once(c: Case): Promise<number> {
   const t0 = performance.now();
   const child = new Deno.Command(c.cmd[0]!, {
     args: c.cmd.slice(1),
+    ...(c.env ? { env: c.env } : {}),
+    ...(c.cwd ? { cwd: c.cwd } : {}),
     stdin: "piped",
     stdout: "piped",
     stderr: "null",
@@ -83,8 +142,12 @@ async function once(c: Case): Promise<number> {
   let out = "";
   let t = NaN;
   const dec = new TextDecoder();
+  const then = [...c.then ?? []];
   for await (const chunk of child.stdout) {
     out += dec.decode(chunk, { stream: true });
+    while (then[0] && answered(then[0][0])(out)) {
+      await w.write(new TextEncoder().encode(then.shift()![1]));
+    }
     if (c.done(out)) {
       t = performance.now() - t0;
       break;
@@ -94,6 +157,7 @@ async function once(c: Case): Promise<number> {
   const status = await child.status;
   if (Number.isNaN(t)) t = performance.now() - t0;
   if (!status.success && !c.done(out)) throw new Error(`${c.name} exited ${status.code}`);
+  if (c.then && /"isError":true/.test(out)) throw new Error(`${c.name}: ${out.slice(-300)}`);
   return t;
 }
 
@@ -126,16 +190,19 @@ for (let i = 0; i < RUNS; i++) {
       console.error(`run failed: ${(e as Error).message}`);
     }
   }
-  if (CASES.some((c) => c.name === "isx list")) incus.push(await incusCall().catch(() => NaN));
+  if (CASES.some((c) => c.name.startsWith("isx list"))) {
+    incus.push(await incusCall().catch(() => NaN));
+  }
 }
 await Deno.remove(ONE_LINE);
+await Deno.remove(HOME, { recursive: true });
 
 const base = median(times.get("deno run (one line)") ?? []);
 console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median):`);
 for (const c of CASES) {
   const m = median(times.get(c.name)!);
   const ratio = Number.isFinite(base) ? ` ${(m / base).toFixed(1)}x bare deno run` : "";
-  console.log(`  ${c.name.padEnd(22)} ${m.toFixed(1).padStart(7)} ms${ratio}`);
+  console.log(`  ${c.name.padEnd(40)} ${m.toFixed(1).padStart(7)} ms${ratio}`);
 }
 if (incus.length) {
   console.log(`  (the Incus call of isx list, warm process: ${median(incus).toFixed(1)} ms)`);

@@ -15,13 +15,17 @@ import * as init from "./init.ts";
 import * as instances from "./instances.ts";
 import * as list from "./list.ts";
 import * as mcp from "./mcp.ts";
+import * as mcpBackend from "./mcp_backend.ts";
 import * as proxy from "./proxy.ts";
 import * as rpc from "./rpc.ts";
 import * as shell from "./shell.ts";
+import * as rpcLib from "../rpc/mod.ts";
+import { METHODS } from "../rpc/server/methods/mod.ts";
+import { registerMethods } from "../rpc/server/mod.ts";
 import { registerModules } from "./commands.ts";
 import { runCli } from "./mod.ts";
 
-/** Every command module, by its name in the dispatch table, and the remote resolver. */
+/** Every command module, by its name in the dispatch table, and the lazily imported ones. */
 export const BUNDLED: Record<string, Record<string, unknown>> = {
   "build.ts": build,
   "guest.ts": guest,
@@ -30,10 +34,13 @@ export const BUNDLED: Record<string, Record<string, unknown>> = {
   "instances.ts": instances,
   "list.ts": list,
   "mcp.ts": mcp,
+  "mcp_backend.ts": mcpBackend,
   "proxy.ts": proxy,
   "rpc.ts": rpc,
   "shell.ts": shell,
+  "../rpc/mod.ts": rpcLib,
 };
 registerModules(BUNDLED);
+registerMethods(METHODS); // isb rpc's method table, which rpc/server loads by a computed specifier
 
 if (import.meta.main) Deno.exit(await runCli(Deno.args));

@@ -39,6 +39,18 @@ export function registerModules(modules: Record<string, Record<string, unknown>>
   for (const [name, m] of Object.entries(modules)) REGISTERED.set(name, m);
 }
 
+/**
+ * Modules besides the commands that are imported by {@link importModule} (so after start):
+ * the remote resolver, the session half of `isx mcp` (loaded after the handshake) and the
+ * library behind `isb rpc` (loaded after its hello). `cli/bundle.ts`
+ * registers them and `scripts/compile.ts` embeds them, as the commands.
+ */
+export const LAZY_MODULES: readonly string[] = [
+  "incus_remote.ts",
+  "mcp_backend.ts",
+  "../rpc/mod.ts",
+];
+
 /** Imports a module of `cli/` by a computed specifier (see above), or takes the registered one. */
 export async function importModule<T>(module: string): Promise<T> {
   const url = new URL(`./${module}`, import.meta.url).href;

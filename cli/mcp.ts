@@ -1,34 +1,21 @@
 /**
  * `isx mcp`: the MCP server over stdio, for host agents (Claude Code, opencode, any MCP
- * client) and programs. Wires the session to this host (Incus socket, config, proxy health
- * port, audit log) and hands stdin/stdout to the protocol layer; SIGTERM ends the session as
- * end of input does (calls cancelled, instances released, never destroyed).
+ * client) and programs. Hands stdin/stdout to the protocol layer at once; the session wired
+ * to this host (`mcp_backend.ts`: Incus socket, config, proxy health port, audit log) and
+ * the tool table load on the first call that needs them or once the client pauses after the
+ * handshake, so an agent's `initialize` and `tools/list` are answered before zod, the
+ * templates and the tool table are loaded (issue 11, start-up). SIGTERM ends the session as end of input
+ * does (calls cancelled, instances released, never destroyed).
  *
  * @module
  */
 
-import { type ProxyHealth, readHostConfig, SLOW_DAEMON_MS } from "../mcp/host/mod.ts";
 import { serveMcp } from "../mcp/server/mod.ts";
-import {
-  engineTasks,
-  fileAuditor,
-  mcpOwner,
-  newSessionId,
-  readMcpConfig,
-  Session,
-  SessionLocks,
-  SWEEP_STOP_WAIT_MS,
-  Sweeper,
-  sweepOrphans,
-} from "../mcp/session/mod.ts";
-import { createTaskEngine } from "../mcp/tasks/mod.ts";
-import { loadDefinitions } from "../mcp/templates/load.ts";
-import { loadProxyConfig } from "../proxy/config/host_config.ts";
-import { createIncusClient, log } from "../rpc/base.ts";
+import { log } from "../rpc/log.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
-import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { Command } from "./command.ts";
-import { incusOptions } from "./incus_remote.ts";
+import { importModule } from "./commands.ts";
+import type { McpProcessBackend, openMcpBackend } from "./mcp_backend.ts";
 
 /** `isx mcp`. */
 export const mcpCommand: Command = {
@@ -66,95 +53,20 @@ Options:
     });
     const skip = values["no-preflight"] === true;
     if (positionals.length) throw new UsageError("isx mcp takes no arguments");
-    const { configDir, stateDir, home, cwd } = ctx.perm;
-    const client = createIncusClient({
-      ...incusOptions(ctx),
-      project: ctx.global.project ?? "",
-      timeouts: { requestMs: SLOW_DAEMON_MS },
-    });
-    const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
-    const tasks = engineTasks(createTaskEngine({ incus: client }));
-    const id = newSessionId(Deno.pid, Date.now());
-    // liveness: this process holds a lock on its session file until it dies
-    // (mcp/host/session_locks.ts)
-    const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
-    locks.start(id);
-    const session = new Session({
-      incus: client,
-      tasks,
-      // exactly isx branch's checks: the preflight (proxy answers, this build, the template's
-      // credentials) and the CA repair after the copy
-      checks: {
-        preflight: (o) => checkProxy(ctx, { ...o, skip }),
-        repairCa: (name, health, trusted) =>
-          repairCa(ctx, client, name, health as ProxyHealth | undefined, trusted),
-      },
-      readConfig: () => readMcpConfig(configDir),
-      // never the project-local layer: isx mcp uses only what the user's own layers define
-      definitions: () =>
-        loadDefinitions({ configDir, searchPaths: readHostConfig(configDir, home).searchPaths }),
-      async proxyPlace() {
-        const p = await proxyConfig();
-        return {
-          bridge: p.bridge,
-          proxyOnlyBridge: p.proxy_only_bridge,
-          subnets: p.proxy_only_subnets,
-          ports: { tls: p.ports.tls, forward: p.ports.forward },
-        };
-      },
-      async fetchActivity() {
-        const p = await proxyConfig();
-        try {
-          const res = await fetch(`http://127.0.0.1:${p.ports.health}/activity`, {
-            signal: AbortSignal.timeout(3000),
-          });
-          const text = await res.text();
-          return { status: res.status, body: res.ok ? JSON.parse(text) : text };
-        } catch {
-          return undefined;
-        }
-      },
-      initialized() {
-        try {
-          return Deno.statSync(`${configDir}/config.yaml`).isFile;
-        } catch {
-          return false;
-        }
-      },
-      audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
-      alive: (other) => locks.alive(other),
-      id,
-      // the host user, and the state dir whose session locks tell its sessions' liveness
-      owner: mcpOwner(Deno.uid() ?? 0, stateDir),
-      pid: Deno.pid,
-      cwd,
-      now: () => Date.now(),
-      sleep: (ms, signal) =>
-        new Promise<void>((resolve, reject) => {
-          if (signal?.aborted) return reject(signal.reason);
-          const t = setTimeout(() => {
-            signal?.removeEventListener("abort", onAbort);
-            resolve();
-          }, ms);
-          const onAbort = () => {
-            clearTimeout(t);
-            reject(signal!.reason);
-          };
-          signal?.addEventListener("abort", onAbort, { once: true });
-        }),
-    });
-    // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
-    // isx init has been done
-    const sweeper = new Sweeper((guard) =>
-      session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
-    );
-    const server = serveMcp({
-      input: Deno.stdin.readable,
-      output: Deno.stdout.writable,
-      session,
-      startWatcher: () => tasks.watch(session),
-      onSessionStart: () => sweeper.start(),
-    });
+    // the backend loads after the handshake and tools/list are answered (issue 11); one that
+    // cannot open (a bad --remote, say) ends the process with its error
+    let opened: Promise<McpProcessBackend> | undefined;
+    let failure: { error: unknown } | undefined;
+    const backend = () => {
+      opened ??= importModule<{ openMcpBackend: typeof openMcpBackend }>("mcp_backend.ts")
+        .then((m) => m.openMcpBackend(ctx, skip));
+      opened.catch((error) => {
+        failure ??= { error };
+        void server.shutdown();
+      });
+      return opened;
+    };
+    const server = serveMcp({ input: Deno.stdin.readable, output: Deno.stdout.writable, backend });
     // a long-lived server must not die of one stray rejection (a guest's exec socket reset
     // while its instance stopped, seen in tests): it is logged, the session goes on
     const onRejection = (e: PromiseRejectionEvent) => {
@@ -162,23 +74,24 @@ Options:
       log.warn("isx mcp: unhandled rejection", { error: String(e.reason) });
     };
     globalThis.addEventListener("unhandledrejection", onRejection);
+    const stopSweeper = async () => await opened?.then((b) => b.stopSweeper(), () => {});
+    const close = async () => await opened?.then((b) => b.close(), () => {});
     const onTerm = () => {
       // a sweep's marked step in flight ends first, so no pending-op mark is left behind
-      Promise.all([server.shutdown(), sweeper.stop(SWEEP_STOP_WAIT_MS)]).finally(() => {
-        locks.stop();
-        Deno.exit(0);
-      });
+      Promise.all([server.shutdown(), stopSweeper()]).finally(() =>
+        close().finally(() => Deno.exit(0))
+      );
     };
     Deno.addSignalListener("SIGTERM", onTerm);
     try {
       await server.finished;
-      await sweeper.stop(SWEEP_STOP_WAIT_MS);
+      await stopSweeper();
     } finally {
       Deno.removeSignalListener("SIGTERM", onTerm);
       globalThis.removeEventListener("unhandledrejection", onRejection);
-      locks.stop();
-      client.close();
+      await close();
     }
+    if (failure) throw failure.error;
     return 0;
   },
 };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ISB_CODES } from "../rpc/mod.ts";
-import { COMMANDS } from "./commands.ts";
+import { COMMANDS, LAZY_MODULES } from "./commands.ts";
 import { EXIT_CODES, EXIT_USAGE, mainHelp } from "./mod.ts";
 
 Deno.test("EXIT_CODES maps every IsbCode to a failure code other than usage", () => {
@@ -40,6 +40,18 @@ Deno.test("COMMANDS: each module is named relative to cli/ and exists", async ()
 
 Deno.test("cli/bundle.ts registers every module the dispatch table names", async () => {
   const { BUNDLED } = await import("./bundle.ts");
-  const modules = new Set([...COMMANDS.map((c) => c.module), "incus_remote.ts"]);
+  const modules = new Set([...COMMANDS.map((c) => c.module), ...LAZY_MODULES]);
   assert.deepEqual(Object.keys(BUNDLED).sort(), [...modules].sort());
+});
+
+Deno.test("every module cli/ imports by importModule is a command's or in LAZY_MODULES", () => {
+  const known = new Set([...COMMANDS.map((c) => c.module), ...LAZY_MODULES]);
+  const named: string[] = [];
+  for (const e of Deno.readDirSync(new URL(".", import.meta.url))) {
+    if (!e.name.endsWith(".ts") || e.name.endsWith("_test.ts")) continue;
+    const src = Deno.readTextFileSync(new URL(e.name, import.meta.url));
+    for (const m of src.matchAll(/importModule<.*?>\(\s*"([^"]+)"/g)) named.push(m[1]!);
+  }
+  assert.ok(named.includes("mcp_backend.ts"), named.join()); // the pattern finds them
+  assert.deepEqual(named.filter((m) => !known.has(m)), []);
 });

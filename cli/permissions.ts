@@ -46,7 +46,16 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // Never the host user's keys, whatever the cwd: the isx config (credentials), state (CA
   // key) and ~/.ssh.
   rpc: (c) => ({
-    read: [c.socket, c.cwd, c.tmp, c.isbStateDir, c.lockDir, "/etc/subuid", "/etc/subgid"],
+    read: [
+      c.socket,
+      c.cwd,
+      c.tmp,
+      c.isbStateDir,
+      c.lockDir,
+      "/etc/subuid",
+      "/etc/subgid",
+      `${c.programDir}/rpc`, // the library and the method table, imported after the hello
+    ],
     write: [c.socket, c.isbStateDir, c.lockDir],
     net: true,
     env: true,
@@ -164,7 +173,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   }),
   // isx mcp: the socket, the user's definitions and mcp settings (read only: the server never
   // writes its config), its own state (audit log, session lock files), the guest runner
-  // sources; no program to run.
+  // sources and the program's own modules it imports after start; no program to run.
   mcp: (c) => ({
     read: [
       c.socket,
@@ -175,6 +184,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
       `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
+      // its own sources: the session half (cli/mcp_backend.ts) loads after the handshake
+      ...["cli", "mcp", "rpc", "proxy"].map((d) => `${c.programDir}/${d}`),
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

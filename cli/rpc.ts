@@ -12,6 +12,7 @@ import type { Engine } from "../rpc/mod.ts";
 import { serveRpc } from "../rpc/server/mod.ts";
 import { parseCommandArgs } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
+import { importModule } from "./commands.ts";
 import { PERMISSIONS } from "./permissions.ts";
 import { incusOptions } from "./incus_options.ts";
 
@@ -54,7 +55,10 @@ function createTimeout(ctx: CliContext): number | undefined {
 /** Builds the client and the engine from the global flags and the environment snapshot. */
 export async function buildEngine(ctx: CliContext): Promise<{ engine: Engine; close(): void }> {
   const createMs = createTimeout(ctx);
-  const { createEngine, createIncusClient } = await import("../rpc/mod.ts");
+  // by a computed specifier: Deno would read the library's whole graph before the hello
+  const { createEngine, createIncusClient } = await importModule<typeof import("../rpc/mod.ts")>(
+    "../rpc/mod.ts",
+  );
   const incus = createIncusClient({
     ...incusOptions(ctx),
     project: ctx.global.project ?? "",

@@ -307,19 +307,20 @@ export function foregroundArgv(
  * `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or link)
  * for the kill script. The file outlives the run (removing it would cost a process per
  * call); once more than 64 pile up, one `rm` takes those whose session
- * has no leader left. Builtins only on the common path.
+ * has no leader left. Builtins only on the common path; its variables (`_isx_*`) are gone
+ * before SCRIPT runs.
  */
-export const FOREGROUND_SH: string = sh`d=$HOME/.isx-mcp/run
-[ -d "$d" ] || ( umask 077 && exec mkdir -p -- "$d" ) || { echo "isx: cannot make $d" >&2; exit 1; }
-read -r l </proc/$$/stat; read -r -a a <<<"$%{l##*) }"; pf=$d/$1.pid
-set -C; { printf '%s\n' "$%{a[3]}" >"$pf"; } 2>/dev/null || { rm -f -- "$pf"; printf '%s\n' "$%{a[3]}" >"$pf"; }; set +C
-f=("$d"/*.pid)
-if [ $%{#f[@]} -gt 64 ]; then old=()
-  for x in "$%{f[@]}"; do [ -f "$x" ] || continue; y=; { read -r y <"$x"; } 2>/dev/null
-    case $y in ''|*[!0-9]*) old+=("$x");; *) [ -e "/proc/$y" ] || old+=("$x");; esac; done
-  [ $%{#old[@]} -eq 0 ] || rm -f -- "$%{old[@]}"
+export const FOREGROUND_SH: string = sh`_isx_d=$HOME/.isx-mcp/run
+[ -d "$_isx_d" ] || ( umask 077 && exec mkdir -p -- "$_isx_d" ) || { echo "isx: cannot make $_isx_d" >&2; exit 1; }
+read -r _isx_l </proc/$$/stat; read -r -a _isx_a <<<"$%{_isx_l##*) }"; _isx_p=$_isx_d/$1.pid
+set -C; { printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; } 2>/dev/null || { rm -f -- "$_isx_p"; printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; }; set +C
+_isx_f=("$_isx_d"/*.pid)
+if [ $%{#_isx_f[@]} -gt 64 ]; then _isx_o=()
+  for _isx_x in "$%{_isx_f[@]}"; do [ -f "$_isx_x" ] || continue; _isx_y=; { read -r _isx_y <"$_isx_x"; } 2>/dev/null
+    case $_isx_y in ''|*[!0-9]*) _isx_o+=("$_isx_x");; *) [ -e "/proc/$_isx_y" ] || _isx_o+=("$_isx_x");; esac; done
+  [ $%{#_isx_o[@]} -eq 0 ] || rm -f -- "$%{_isx_o[@]}"
 fi
-unset d l a pf f x y old
+unset _isx_d _isx_l _isx_a _isx_p _isx_f _isx_x _isx_y _isx_o
 `;
 
 /** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */

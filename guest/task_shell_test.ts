@@ -17,7 +17,7 @@ async function login(home: string, name: string, tail: string) {
 Deno.test("FOREGROUND_SH records the session id and leaves the command a clean shell", async () => {
   const home = await Deno.makeTempDir();
   try {
-    const r = await login(home, "exec-1-1", 'echo "$$"; echo "[${d-}${pf-}${a-}${f-}]"; exit 7');
+    const r = await login(home, "exec-1-1", 'echo "$$"; echo "[$(compgen -v _isx_)]"; exit 7');
     assert.equal(r.code, 7, r.err);
     const [pid, vars] = r.out.trim().split("\n");
     assert.equal(await Deno.readTextFile(`${home}/.isx-mcp/run/exec-1-1.pid`), `${pid}\n`);

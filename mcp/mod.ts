@@ -10,7 +10,7 @@
 export * from "./host/mod.ts";
 export * from "./templates/mod.ts";
 export * from "./instances/mod.ts";
-export { type McpServer, serveMcp, type ServeOptions } from "./server/mod.ts";
+export { type McpBackend, type McpServer, serveMcp, type ServeOptions } from "./server/mod.ts";
 export {
   engineTasks,
   fileAuditor,

@@ -16,4 +16,5 @@ export * from "./version.ts";
 export * from "./incus/mod.ts";
 export * from "./clock.ts";
 export * from "./link_race.ts";
+export * from "./sha256.ts";
 export { parseYaml } from "./yaml.ts";

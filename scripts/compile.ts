@@ -13,7 +13,7 @@
  * @module
  */
 
-import { COMMANDS } from "../cli/commands.ts";
+import { COMMANDS, LAZY_MODULES } from "../cli/commands.ts";
 import { parseArgs } from "node:util";
 import { launchFlags, launchMode } from "../cli/launch.ts";
 import { contextFrom } from "../cli/permissions.ts";
@@ -41,6 +41,10 @@ async function compile(prog: "isx" | "isb", out: string): Promise<void> {
     `${root}/guest`,
     // the command modules: imported by computed specifiers, so deno compile does not see them
     ...COMMANDS.flatMap((c) => ["--include", `${root}/cli/${c.module}`]),
+    ...LAZY_MODULES.flatMap((m) => ["--include", `${root}/cli/${m}`]),
+    // isb rpc's method table, which rpc/server/mod.ts imports by a computed specifier
+    "--include",
+    `${root}/rpc/server/methods/mod.ts`,
     "--output",
     `${out}/${prog}`,
     `${root}/main.ts`,

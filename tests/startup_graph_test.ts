@@ -86,14 +86,28 @@ Deno.test("main.ts alone (isx --help, --version, mistakes) loads no command, eng
   assert.deepEqual(under(got, ...COMMAND_MODULES), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/incus/", "mcp/", "proxy/"), []);
   assert.deepEqual(under(got, "npm:"), []);
+  // nor Deno's Node layer: the flags are parsed by cli/argv.ts, not node:util (~8 ms)
+  assert.deepEqual(under(got, "node:"), []);
 });
 
 Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the guest", async () => {
   const got = await loads("cli/rpc.ts");
   assert.deepEqual(under(got, "mcp/", "proxy/", "guest/"), []);
   assert.deepEqual(under(got, ...COMMAND_MODULES.filter((m) => m !== "cli/rpc.ts")), []);
-  assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv", "npm:/@peculiar"), []);
+  // the hello is written before zod and js-yaml load: the method table and the library are
+  // imported after it (rpc/server/dispatch.ts names zod's types only)
+  assert.deepEqual(under(got, "npm:"), []);
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right: rpc has its server
+});
+
+Deno.test("isb rpc reads neither the library nor the method table before its hello", async () => {
+  // Deno reads every statically analyzable import() of the graph before the program starts;
+  // cli/rpc.ts and rpc/server/mod.ts import those two by computed specifiers (issue 11)
+  const got = all(await graphOf("cli/rpc.ts"), "cli/rpc.ts");
+  const engine = under(got, "rpc/sandbox/", "rpc/incus/", "rpc/server/methods/", "rpc/mod.ts");
+  assert.deepEqual(engine.filter((m) => m !== "rpc/sandbox/exec/registry.ts"), []);
+  assert.deepEqual(under(got, "npm:", "mcp/", "proxy/"), []);
+  assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right
 });
 
 Deno.test("isx guest loads neither the sandbox engine, the proxy nor the MCP layer", async () => {
@@ -190,9 +204,20 @@ Deno.test("isx proxy run's one dynamic import is the tools reader", async () => 
   assert.ok(all(g, "cli/proxy_run.ts").includes("npm:/zod@4.6.7")); // it is what brings zod
 });
 
-Deno.test("isx mcp loads neither the proxy server, the template builder nor the sandbox engine", async () => {
-  // issue 11 (start-up): an agent spawns one `isx mcp` per session and waits for it
+Deno.test("isx mcp answers the handshake and tools/list with the protocol layer alone", async () => {
+  // issue 11 (start-up): an agent spawns one `isx mcp` per session and waits for initialize;
+  // the session, the tool table, zod and js-yaml load after it (cli/mcp_backend.ts)
   const got = await loads("cli/mcp.ts");
+  assert.deepEqual(under(got, "npm:", "node:crypto", "cli/mcp_backend.ts"), []);
+  assert.deepEqual(under(got, "mcp/session/", "mcp/tasks/", "mcp/templates/", "mcp/host/"), []);
+  assert.deepEqual(under(got, "mcp/tools/").filter((m) => !/\/(catalog|fault)\./.test(m)), []);
+  assert.deepEqual(under(got, "rpc/base.ts", "rpc/incus/", "rpc/mod.ts", "proxy/", "guest/"), []);
+  // the graph is read right: the protocol layer and the generated tools/list are there
+  assert.ok(got.includes("mcp/server/mod.ts") && got.includes("mcp/tools/catalog.json"));
+});
+
+Deno.test("isx mcp's backend loads neither the proxy server, the template builder nor the sandbox engine", async () => {
+  const got = [...new Set([...await loads("cli/mcp.ts"), ...await loads("cli/mcp_backend.ts")])];
   assert.deepEqual(under(got, "proxy/mod.ts", "proxy/relay/server.ts", "proxy/host/_start.ts"), []);
   assert.deepEqual(
     under(got, "proxy/tls/intercept.ts", "proxy/relay/relay.ts", "proxy/tls/ca.ts"),
@@ -201,8 +226,11 @@ Deno.test("isx mcp loads neither the proxy server, the template builder nor the 
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "npm:/@peculiar", "rpc/sandbox/", "rpc/mod.ts"), []);
-  // the graph is read right: the MCP server and the proxy's config reader are there
-  assert.ok(got.includes("mcp/server/mod.ts") && got.includes("proxy/config/host_config.ts"));
+  // node:crypto starts Deno's Node layer (~30 ms): hashes come from rpc/sha256.ts
+  assert.deepEqual(under(got, "node:crypto"), []);
+  // the graph is read right: the session, the tools and the proxy's config reader are there
+  assert.ok(got.includes("mcp/session/mod.ts") && got.includes("mcp/tools/mod.ts"));
+  assert.ok(got.includes("proxy/config/host_config.ts"));
 });
 
 Deno.test("isx list loads neither the proxy server, the template builder nor the MCP server", async () => {
@@ -216,7 +244,8 @@ Deno.test("isx list loads neither the proxy server, the template builder nor the
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
-  assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv", "npm:/@peculiar"), []);
+  // no npm package at all: /health is checked by hand, config.yaml read by rpc/yaml.ts
+  assert.deepEqual(under(got, "npm:", "node:crypto"), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts", "mcp/templates/", "proxy/"), []);
   assert.deepEqual(under(got, "mcp/instances/branch.ts", "mcp/instances/preflight.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right

@@ -8,8 +8,7 @@
  * @module
  */
 
-import { load as parseYaml } from "js-yaml";
-import { IsbError } from "../../rpc/errors.ts";
+import { IsbError, parseYaml } from "../../rpc/base.ts";
 
 /** What the host layer takes from config.yaml. */
 export interface HostConfig {
@@ -70,7 +69,7 @@ export function parseHostConfig(
 ): HostConfig {
   let raw: unknown;
   try {
-    // js-yaml 5 refuses a document of comments only: that is an empty config
+    // a document of comments only is an empty config
     raw = text.split("\n").every((l) => /^\s*(#.*)?$/.test(l)) ? {} : parseYaml(text) ?? {};
   } catch (e) {
     throw new IsbError("parse", `read config "${file}": ${(e as Error).message.split("\n")[0]}`);

@@ -11,25 +11,7 @@
  * @module
  */
 
-import { z } from "zod";
 import { pemToDer } from "../../rpc/base.ts";
-
-const Health = z.looseObject({
-  version: z.string().optional(),
-  gitSha: z.string().nullable().optional(),
-  runtime: z.string().optional(),
-  pid: z.number(),
-  caFingerprint: z.string(),
-  dnsConfigured: z.boolean().optional(),
-  dnsManaged: z.boolean().optional(),
-  configDrifted: z.boolean().optional(),
-  configDriftedFiles: z.array(z.string()).optional(),
-  authError: z.string().nullable().optional(),
-  missingCredentials: z.array(z.string()).optional(),
-  programDir: z.string().nullable().optional(),
-  listen: z.looseObject({ tls: z.string().optional(), forward: z.string().optional() })
-    .optional(),
-});
 
 /** The `/health` body as clients read it (fields of older proxies may be missing). */
 export interface ProxyHealth {
@@ -61,6 +43,44 @@ export interface ProxyHealth {
   listen?: { tls?: string | undefined; forward?: string | undefined } | undefined;
 }
 
+type Check = (v: unknown) => boolean;
+const str: Check = (v) => typeof v === "string";
+const bool: Check = (v) => typeof v === "boolean";
+const strs: Check = (v) => Array.isArray(v) && v.every(str);
+const obj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+/** Each known field's check (absent always passes; `null` only where listed). */
+const FIELDS: Record<string, [Check, "nullable"?]> = {
+  version: [str],
+  gitSha: [str, "nullable"],
+  runtime: [str],
+  pid: [(v) => typeof v === "number"],
+  caFingerprint: [str],
+  dnsConfigured: [bool],
+  dnsManaged: [bool],
+  configDrifted: [bool],
+  configDriftedFiles: [strs],
+  authError: [str, "nullable"],
+  missingCredentials: [strs],
+  programDir: [str, "nullable"],
+  listen: [(v) => obj(v) && [v.tls, v.forward].every((x) => x === undefined || str(x))],
+};
+
+/**
+ * The `/health` body, or undefined when it is not one: `pid` and `caFingerprint` present,
+ * every known field of its type, unknown fields kept (a newer proxy may add some). A check
+ * by hand, not zod: `isx list` reads it, and zod cost that command most of its start-up.
+ */
+export function healthOf(v: unknown): ProxyHealth | undefined {
+  if (!obj(v) || v.pid === undefined || v.caFingerprint === undefined) return undefined;
+  for (const [key, [check, nullable]] of Object.entries(FIELDS)) {
+    const x = v[key];
+    if (x === undefined || (x === null && nullable)) continue;
+    if (!check(x)) return undefined;
+  }
+  return v as unknown as ProxyHealth;
+}
+
 /** What a read of `/health` found. */
 export type HealthRead =
   | { kind: "ok"; health: ProxyHealth }
@@ -78,8 +98,8 @@ export async function readProxyHealth(url: string): Promise<HealthRead> {
   const text = await res.text().catch(() => "");
   if (res.status !== 200) return { kind: "foreign", detail: `HTTP ${res.status}` };
   try {
-    const r = Health.safeParse(JSON.parse(text));
-    if (r.success) return { kind: "ok", health: r.data as ProxyHealth };
+    const health = healthOf(JSON.parse(text));
+    if (health) return { kind: "ok", health };
     return { kind: "foreign", detail: "not an isx proxy /health body" };
   } catch {
     return { kind: "foreign", detail: "not JSON" };

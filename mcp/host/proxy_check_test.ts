@@ -1,6 +1,7 @@
 import { equal } from "node:assert/strict";
 import {
   classifyProxy,
+  healthOf,
   type HealthRead,
   PROXY_STATE_EXIT,
   PROXY_STATES,
@@ -68,4 +69,32 @@ Deno.test("classifyProxy gives each of the six states its case and exit code", (
   equal(PROXY_STATE_EXIT.not_running, 1);
   equal(PROXY_STATE_EXIT.stale_dns, 2);
   equal(PROXY_STATE_EXIT.unknown, 3);
+});
+
+Deno.test("healthOf reads a /health body by its wire contract and refuses what is not one", () => {
+  const ok = { pid: 1, caFingerprint: "AB" };
+  const CASES: [unknown, boolean][] = [
+    [ok, true],
+    [H, true],
+    [{ ...H, gitSha: null, authError: null, programDir: null }, true], // the nullable ones
+    [{ ...ok, later: { any: "thing" } }, true], // a newer proxy's field is kept
+    [{ ...ok, configDriftedFiles: ["a"], missingCredentials: [] }, true],
+    [{ ...ok, listen: {} }, true],
+    [{ caFingerprint: "AB" }, false], // pid is required
+    [{ pid: 1 }, false], // and the CA's fingerprint
+    [{ ...ok, pid: "1" }, false],
+    [{ ...ok, version: null }, false], // not nullable
+    [{ ...ok, dnsConfigured: "yes" }, false],
+    [{ ...ok, configDriftedFiles: ["a", 1] }, false],
+    [{ ...ok, listen: { tls: 443 } }, false],
+    [{ ...ok, listen: [] }, false],
+    [[ok], false],
+    [null, false],
+    ["health", false],
+  ];
+  for (const [body, good] of CASES) {
+    const got = healthOf(body);
+    equal(got !== undefined, good, JSON.stringify(body));
+    if (good) equal(got, body); // the body itself, unknown fields included
+  }
 });

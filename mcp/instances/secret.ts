@@ -9,8 +9,7 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-import { type IncusClient, IsbError } from "../../rpc/base.ts";
+import { type IncusClient, IsbError, sha256Hex } from "../../rpc/base.ts";
 import { waitForRun } from "../host/waits.ts";
 import { STAMP, stampKey } from "../host/stamps.ts";
 import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";
@@ -37,7 +36,7 @@ export class InstanceSecret {
 
   /** Hex SHA-256 of the value: what the host keeps. */
   get sha256(): string {
-    return createHash("sha256").update(this.#value).digest("hex");
+    return sha256Hex(this.#value);
   }
 
   /** Redacted. */

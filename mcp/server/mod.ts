@@ -17,15 +17,21 @@
  * input (or {@link McpServer.shutdown}, which SIGTERM calls) in-flight calls are cancelled
  * and given a wind-down, then the session releases what it holds.
  *
+ * The backend (the session and the tool table, with zod, the templates and the Incus client)
+ * may arrive as a promise: the handshake, `ping`, `tools/list` (from the generated catalog)
+ * and the prompt are answered without it, so `isx mcp` answers `initialize` while it loads
+ * (issue 11, start-up); a request that needs it waits for it.
+ *
  * @module
  */
 
-import { lines } from "../../rpc/base.ts";
+import { lines } from "../../rpc/jsonl.ts";
 import type { TaskChange } from "../session/mod.ts";
-import type { McpServer, ServeOptions } from "./types.ts";
+import type { McpBackend, McpServer, ServeOptions } from "./types.ts";
 
-export type { McpServer, ServeOptions } from "./types.ts";
-import { callTool, ProtocolFault, supportsTasks, toolList } from "../tools/mod.ts";
+export type { McpBackend, McpServer, ServeOptions } from "./types.ts";
+import { catalogSupportsTasks, catalogTools } from "../tools/catalog.ts";
+import { ProtocolFault } from "../tools/fault.ts";
 import { COORDINATE_PROMPT, coordinateMessages, INSTRUCTIONS } from "./prompt.ts";
 import { McpTasks } from "./tasks.ts";
 import {
@@ -53,7 +59,46 @@ import {
 
 /** Serves MCP until input ends. */
 export function serveMcp(o: ServeOptions): McpServer {
-  const s = o.session;
+  // The backend: loaded on first need, or once the client pauses after the handshake
+  // (loading blocks the event loop: started at once it would delay the handshake's answer)
+  let b: McpBackend | undefined;
+  let loading: Promise<McpBackend> | undefined;
+  let idle: ReturnType<typeof setTimeout> | undefined;
+  let clientName: string | undefined;
+  let mcpTasks: McpTasks | undefined;
+  let unlisten = () => {};
+  const afterLoad: (() => void)[] = [];
+  const need = (): Promise<McpBackend> => {
+    if (loading) return loading;
+    clearTimeout(idle);
+    const from = o.backend;
+    loading = (typeof from === "function" ? Promise.resolve().then(from) : Promise.resolve(from))
+      .then((x) => {
+        b = x;
+        if (clientName !== undefined) x.session.clientName = clientName;
+        mcpTasks = new McpTasks(x);
+        unlisten = x.session.onChange(onChange);
+        for (const f of afterLoad.splice(0)) f();
+        return x;
+      });
+    loading.catch(() => {}); // each request that needs it answers the failure
+    return loading;
+  };
+  /** Runs `f` once the backend is there, loading it when the client pauses. */
+  const whenLoaded = (f: () => void) => {
+    if (b) return f();
+    afterLoad.push(f);
+    soon();
+  };
+  const soon = () => {
+    if (loading || ending) return;
+    clearTimeout(idle);
+    idle = setTimeout(need, o.idleLoadMs ?? 20);
+  };
+  const setClientName = (name: string) => {
+    clientName = name;
+    if (b) b.session.clientName = name;
+  };
   const writer = o.output.getWriter();
   const enc = new TextEncoder();
   let writing: Promise<void> = Promise.resolve();
@@ -78,30 +123,33 @@ export function serveMcp(o: ServeOptions): McpServer {
   let handshakeWantsChanges = false;
   const subs = new Map<string, { id: Id; filter: TaskFilter }>();
   let stopWatcher: (() => void) | undefined;
-  const mcpTasks = new McpTasks(s);
   let started = false;
   const sessionStart = () => {
     if (started) return;
     started = true;
-    o.onSessionStart?.();
+    whenLoaded(() => b!.onSessionStart?.());
   };
 
   const syncWatcher = () => {
     const want = handshakeWantsChanges || subs.size > 0;
-    if (want && !stopWatcher && o.startWatcher) stopWatcher = o.startWatcher();
+    if (!b) {
+      if (want) whenLoaded(syncWatcher); // decided again once it is there
+      return;
+    }
+    if (want && !stopWatcher && b.startWatcher) stopWatcher = b.startWatcher();
     if (!want && stopWatcher) {
       stopWatcher();
       stopWatcher = undefined;
     }
   };
-  const unlisten = s.onChange((c: TaskChange) => {
+  function onChange(c: TaskChange): void {
     if (handshakeWantsChanges) send({ method: TASK_CHANGED, params: c });
     for (const sub of subs.values()) {
       if (filterPasses(sub.filter, c)) {
         send({ method: TASK_CHANGED, params: { ...c, _meta: { [META.subscriptionId]: sub.id } } });
       }
     }
-  });
+  }
 
   function track(id: Id, run: (signal: AbortSignal) => Promise<void>): void {
     const ctrl = new AbortController();
@@ -120,17 +168,33 @@ export function serveMcp(o: ServeOptions): McpServer {
       ? typeof requestCapabilities(params).extensions === "object" &&
         TASKS_EXT in (requestCapabilities(params).extensions as object)
       : typeof params.task === "object" && params.task !== null;
-    if (asked && supportsTasks(params.name)) {
-      reply(id, mcpTasks.start(params, modern), modern);
+    if (asked && catalogSupportsTasks(params.name)) {
+      track(id, async () => {
+        try {
+          await need();
+          await reply(id, mcpTasks!.start(params, modern), modern);
+        } catch (e) {
+          await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
+        }
+      });
       return;
     }
     track(id, async (signal) => {
+      let x: McpBackend;
+      try {
+        x = await need();
+      } catch (e) {
+        if (!signal.aborted) {
+          await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
+        }
+        return;
+      }
       const ctx = {
-        session: s,
+        session: x.session,
         signal,
         progress(message: string) {
           if (token === undefined || signal.aborted) return;
-          const now = s.deps.now();
+          const now = x.session.deps.now();
           if (now - last < 1000) return;
           last = now;
           send({
@@ -140,7 +204,7 @@ export function serveMcp(o: ServeOptions): McpServer {
         },
       };
       try {
-        const result = await callTool(params.name, params.arguments, ctx);
+        const result = await x.callTool(params.name, params.arguments, ctx);
         if (!signal.aborted) await reply(id, result, modern);
       } catch (e) {
         if (signal.aborted) return;
@@ -170,7 +234,7 @@ export function serveMcp(o: ServeOptions): McpServer {
       return;
     }
     const info = metaOf(params)[META.clientInfo] as { name?: unknown } | undefined;
-    if (modern && typeof info?.name === "string") s.clientName = info.name;
+    if (modern && typeof info?.name === "string") setClientName(info.name);
     if (modern) sessionStart();
     switch (method) {
       case "initialize": {
@@ -179,7 +243,7 @@ export function serveMcp(o: ServeOptions): McpServer {
           capabilities?: unknown;
           clientInfo?: { name?: unknown };
         };
-        if (typeof p.clientInfo?.name === "string") s.clientName = p.clientInfo.name;
+        if (typeof p.clientInfo?.name === "string") setClientName(p.clientInfo.name);
         const caps = (typeof p.capabilities === "object" && p.capabilities) || {};
         reply(id, {
           protocolVersion: negotiate(p.protocolVersion),
@@ -207,7 +271,7 @@ export function serveMcp(o: ServeOptions): McpServer {
         reply(id, {}, modern);
         return;
       case "tools/list":
-        cacheable(id, { tools: toolList() }, modern);
+        cacheable(id, { tools: catalogTools() }, modern);
         return;
       case "tools/call":
         toolCall(id, params, modern);
@@ -238,7 +302,8 @@ export function serveMcp(o: ServeOptions): McpServer {
       case "tasks/cancel":
         track(id, async () => {
           try {
-            await reply(id, await mcpTasks.handle(method, params, modern), modern);
+            await need();
+            await reply(id, await mcpTasks!.handle(method, params, modern), modern);
           } catch (e) {
             if (e instanceof ProtocolFault) await fail(id, e.code, e.message);
             else await fail(id, RPC.internal, (e as Error).message);
@@ -262,16 +327,19 @@ export function serveMcp(o: ServeOptions): McpServer {
   const end = (): Promise<void> => {
     ending ??= (async () => {
       for (const f of inflight.values()) f.ctrl.abort(new Error("the session is ending"));
-      mcpTasks.cancelAll();
+      // a started session's backend is loaded (and awaited): it is released as any other
+      clearTimeout(idle);
+      const x = started || loading ? await need().catch(() => undefined) : undefined;
+      mcpTasks?.cancelAll();
       const all = Promise.all([...inflight.values()].map((f) => f.done.catch(() => {})));
-      await Promise.race([all, s.deps.sleep(o.windDownMs ?? 10_000)]);
+      if (x) await Promise.race([all, x.session.deps.sleep(o.windDownMs ?? 10_000)]);
       for (const sub of subs.values()) {
         await reply(sub.id, { _meta: { [META.subscriptionId]: sub.id } }, true);
       }
       subs.clear();
       syncWatcher();
       unlisten();
-      await s.release();
+      await x?.session.release();
       await writing;
       await writer.close().catch(() => {});
     })();
@@ -286,6 +354,7 @@ export function serveMcp(o: ServeOptions): McpServer {
         if (m.kind === "fault") fail(m.id, m.code, m.message);
         else if (m.kind === "request") request(m.id, m.method, m.params);
         else if (m.kind === "notification") notification(m.method, m.params);
+        if (started) soon(); // the idle timer restarts with each message
       }
     } catch { /* input broke: same as its end */ }
     await end();

@@ -9,9 +9,8 @@
  * @module
  */
 
-import type { Session } from "../session/mod.ts";
-import { callTool, ProtocolFault } from "../tools/mod.ts";
-import { randomTag } from "../session/mod.ts";
+import { ProtocolFault } from "../tools/fault.ts";
+import type { McpBackend } from "./types.ts";
 
 type Status = "working" | "completed" | "failed" | "cancelled";
 
@@ -29,15 +28,21 @@ interface Entry {
 }
 
 const POLL_MS = 1000;
+const TAG_CHARS = "abcdefghijklmnopqrstuvwxyz234567";
+
+/** A task id's random part (as the session's tags; this module loads before the session). */
+function tag(n: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(n))].map((b) => TAG_CHARS[b % 32]).join("");
+}
 
 /** The server's MCP tasks. */
 export class McpTasks {
-  #s: Session;
+  #b: McpBackend;
   #tasks = new Map<string, Entry>();
 
-  /** Tasks of `session`. */
-  constructor(session: Session) {
-    this.#s = session;
+  /** Tasks of the backend's session, run with its tool table. */
+  constructor(backend: McpBackend) {
+    this.#b = backend;
   }
 
   #wire(e: Entry, modern: boolean): Record<string, unknown> {
@@ -55,10 +60,10 @@ export class McpTasks {
 
   /** Starts a tools/call as a task; returns the result that announces it, in the era's shape. */
   start(params: Record<string, unknown>, modern: boolean): Record<string, unknown> {
-    const now = new Date(this.#s.deps.now()).toISOString();
+    const now = new Date(this.#b.session.deps.now()).toISOString();
     const ttlAsked = (params.task as { ttl?: unknown } | undefined)?.ttl;
     const e: Entry = {
-      taskId: `mcp-${randomTag(10)}`,
+      taskId: `mcp-${tag(10)}`,
       status: "working",
       createdAt: now,
       lastUpdatedAt: now,
@@ -66,8 +71,8 @@ export class McpTasks {
       ctrl: new AbortController(),
       done: Promise.resolve(),
     };
-    const ctx = { session: this.#s, signal: e.ctrl.signal, progress: () => {} };
-    e.done = callTool(params.name, params.arguments, ctx).then((r) => {
+    const ctx = { session: this.#b.session, signal: e.ctrl.signal, progress: () => {} };
+    e.done = this.#b.callTool(params.name, params.arguments, ctx).then((r) => {
       if (e.status === "cancelled") return;
       e.result = r;
       e.status = "completed"; // a refusal is a completed call whose result says isError
@@ -80,7 +85,7 @@ export class McpTasks {
         message: e.statusMessage,
       };
     }).finally(() => {
-      e.lastUpdatedAt = new Date(this.#s.deps.now()).toISOString();
+      e.lastUpdatedAt = new Date(this.#b.session.deps.now()).toISOString();
     });
     this.#tasks.set(e.taskId, e);
     return modern ? { resultType: "task", ...this.#wire(e, true) } : { task: this.#wire(e, false) };
@@ -117,7 +122,7 @@ export class McpTasks {
           throw new ProtocolFault(-32602, `task ${e.taskId} is already ${e.status}`);
         }
         e.status = "cancelled";
-        e.lastUpdatedAt = new Date(this.#s.deps.now()).toISOString();
+        e.lastUpdatedAt = new Date(this.#b.session.deps.now()).toISOString();
         e.ctrl.abort(new Error("cancelled with tasks/cancel"));
         return modern ? {} : this.#wire(e, false);
       }

@@ -5,6 +5,23 @@
  */
 
 import type { Session } from "../session/mod.ts";
+import type { callTool } from "../tools/mod.ts";
+
+/**
+ * What answers tool calls: the session and the tool table. `isx mcp` loads it while the
+ * protocol layer answers the handshake and `tools/list` (issue 11, start-up).
+ */
+export interface McpBackend {
+  /** The session (its deps carry the Incus client, config, clock). */
+  session: Session;
+  /** Runs one `tools/call` (mcp/tools/mod.ts). */
+  callTool: typeof callTool;
+  /** Starts the task watcher; called while someone listens; returns its stop. */
+  startWatcher?: () => () => void;
+  /** Runs once when the session starts: after the first `initialize` answer or the first
+   * stateless request (the orphan sweep). */
+  onSessionStart?: () => void;
+}
 
 /** Options of `serveMcp`. */
 export interface ServeOptions {
@@ -12,15 +29,16 @@ export interface ServeOptions {
   input: ReadableStream<Uint8Array>;
   /** stdout: one JSON message per line, nothing else. */
   output: WritableStream<Uint8Array>;
-  /** The session (its deps carry the Incus client, config, clock). */
-  session: Session;
+  /**
+   * The backend, its promise, or its loader: called on the first request that needs it, or
+   * once the client pauses after the handshake (requests that need it wait; a failure
+   * fails them).
+   */
+  backend: McpBackend | Promise<McpBackend> | (() => Promise<McpBackend>);
+  /** How long the client must pause after the handshake before the loader runs (20 ms). */
+  idleLoadMs?: number;
   /** How long cancelled calls get to wind down at the end (default 10 s). */
   windDownMs?: number;
-  /** Starts the task watcher; called while someone listens; returns its stop. */
-  startWatcher?: () => () => void;
-  /** Runs once when the session starts: after the first `initialize` answer or the first
-   * stateless request (the orphan sweep). */
-  onSessionStart?: () => void;
 }
 
 /** A running server. */

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { VERSION } from "../../rpc/base.ts";
+import { VERSION } from "../../rpc/version.ts";
 
 /** Handshake-era versions, newest first: a requested one is echoed, anything else gets the first. */
 export const HANDSHAKE_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;

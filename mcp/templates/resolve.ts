@@ -9,8 +9,7 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-import { IsbError, VERSION } from "../../rpc/base.ts";
+import { IsbError, sha256Hex, VERSION } from "../../rpc/base.ts";
 import type { Definitions, Loaded, ResolvedFile } from "./load.ts";
 import { PARAM_VALUE_RE, type TemplateDef, type ToolDef, type ToolRef } from "./schema.ts";
 
@@ -174,7 +173,7 @@ function fileDigest(files: readonly ResolvedFile[]): unknown[] {
     path: f.path,
     mode: f.mode,
     owner: f.owner,
-    sha256: createHash("sha256").update(f.data).digest("hex"),
+    sha256: sha256Hex(f.data),
   }));
 }
 
@@ -213,7 +212,7 @@ export function definitionHash(
     };
   });
   const input = canonical({ own, files: fileDigest(t.files), tools: toolPart, parentHash });
-  return createHash("sha256").update(JSON.stringify(input)).digest("hex");
+  return sha256Hex(JSON.stringify(input));
 }
 
 /** Every template's name in dependency order (parents before children). */

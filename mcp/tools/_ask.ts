@@ -21,8 +21,8 @@ export const Answer = z.strictObject({ text: z.string(), summarised: z.string() 
 export interface PreparedAsk {
   /** Who answers. */
   who: SummaryAgent;
-  /** Asks the question about `data` in the instance. */
-  answer(data: string, signal: AbortSignal): Promise<AskAnswer>;
+  /** Asks the question about `data` in the instance, saying so through `progress`. */
+  answer(data: string, ctx: { signal: AbortSignal; progress(m: string): void }): Promise<AskAnswer>;
 }
 
 /** Checks `question` and the instance's summary agent; refuses `invalid_argument`. */
@@ -52,7 +52,9 @@ export function prepareAsk(
   }
   return {
     who,
-    answer: (data, signal) =>
-      runAsk(s, { instance: o.instance, who, question: o.question, data, signal }),
+    answer(data, { signal, progress }) {
+      progress(`asking the summary agent (${who.agent}) about the output`);
+      return runAsk(s, { instance: o.instance, who, question: o.question, data, signal });
+    },
   };
 }

@@ -190,7 +190,7 @@ const exec = tool({
       onLine: (line) => progress(line.slice(0, 200)),
     });
     if (ask && !r.cancelled) {
-      const answer = await ask.answer(commandData(r), signal);
+      const answer = await ask.answer(commandData(r), { signal, progress });
       const {
         stdout: _o,
         stderr: _e,

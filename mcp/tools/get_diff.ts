@@ -42,7 +42,7 @@ export const getDiff = tool({
     too_large: z.boolean().optional(),
   }),
   hints: { readOnly: true, idempotent: true },
-  async run(args, { session: s, signal }) {
+  async run(args, { session: s, signal, progress }) {
     const t = known(s, args.task_id);
     if (t.kind !== "agent") {
       throw new RefusalError(
@@ -97,7 +97,7 @@ export const getDiff = tool({
       : "No repository was recorded at the task's first run: nothing to compare.";
     if (ask) {
       // no repository: nothing to summarise (the agent is not run for that)
-      const answer = await ask.answer(repos.length ? text : "", signal);
+      const answer = await ask.answer(repos.length ? text : "", { signal, progress });
       return {
         structured: { answer },
         text: `${answer.text}\n\n(asked ${ask.who.agent} about the diff: ${answer.summarised})`,

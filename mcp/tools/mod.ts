@@ -5,6 +5,8 @@
  * the tool's `outputSchema`, a refusal carries no structure and `_meta["dev.incusspawn/error"]`
  * with exactly `code`, `message` and the `instance`/`task_id` the call named. An unknown tool
  * or non-object arguments are protocol faults (-32602), thrown as {@link ProtocolFault}.
+ * `tools/list` is served from `catalog.ts` (generated from these definitions), so the
+ * protocol layer answers it without loading this table.
  *
  * @module
  */
@@ -18,18 +20,9 @@ export type { ToolContext } from "./def.ts";
 import { execTools } from "./exec.ts";
 import { instanceTools } from "./instances.ts";
 import { taskTools } from "./tasks.ts";
+import { ProtocolFault } from "./fault.ts";
 
-/** A JSON-RPC error the server answers instead of a result. */
-export class ProtocolFault extends Error {
-  /** The JSON-RPC code. */
-  readonly code: number;
-  /** A fault with `code`. */
-  constructor(code: number, message: string) {
-    super(message);
-    this.name = "ProtocolFault";
-    this.code = code;
-  }
-}
+export { ProtocolFault } from "./fault.ts";
 
 /** All tools, in the order tools/list shows them. */
 const TOOLS: readonly ToolDef[] = [

@@ -159,7 +159,7 @@ const result = tool({
     answer: Answer.optional(),
   }),
   hints: { readOnly: true, idempotent: true },
-  async run(args, { session: s, signal }) {
+  async run(args, { session: s, signal, progress }) {
     const t = known(s, args.task_id);
     await requireRunning(s, t.instance);
     if (args.ask !== undefined) {
@@ -179,7 +179,7 @@ const result = tool({
         stdout_bytes: Number(r.stdout_bytes),
         stderr_bytes: Number(r.stderr_bytes),
       });
-      const answer = await ask.answer(data, signal);
+      const answer = await ask.answer(data, { signal, progress });
       return {
         structured: { ...rest, answer },
         text: `${answer.text}\n\n(${t.kind} task ${t.id}, exit ${

@@ -169,7 +169,7 @@ export async function execCapture(
     if (timeoutMs === undefined) return;
     timer = setTimeout(() => {
       killed = true;
-      void s.signal(9);
+      s.signal(9).catch(() => {}); // a socket already gone: the deadline still rejects below
       timer = setTimeout(() => reject(timedOut(argv, timeoutMs)), 10_000);
     }, timeoutMs);
   });

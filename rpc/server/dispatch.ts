@@ -9,7 +9,7 @@
  * @module
  */
 
-import { z } from "zod";
+import type { z } from "zod";
 import { IsbError } from "../errors.ts";
 import type { ExecRegistry } from "../sandbox/exec/registry.ts";
 

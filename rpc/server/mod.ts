@@ -38,13 +38,25 @@ import { type CallContext, type EventName, type Handler, toWire } from "./dispat
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
 export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec/registry.ts";
 
+/** The method handlers by method name (each group types its own engine, the sandbox Engine). */
+// deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)
+export type MethodTable = Readonly<Record<string, Handler<any>>>;
+let registered: MethodTable | undefined;
+
+/** Hands over the method table imported statically (by the guest bundle, `cli/bundle.ts`). */
+export function registerMethods(methods: MethodTable): void {
+  registered = methods;
+}
+
 /**
  * The method table (`methods/mod.ts`), imported on first use: it builds every params schema,
- * most of the server's start-up, so {@link serveRpc} loads it after writing the hello.
+ * most of the server's start-up, so {@link serveRpc} loads it after writing the hello. By a
+ * computed specifier: Deno reads every statically analyzable import's graph (here the whole
+ * engine) before the program starts, which cost the hello ~7 ms (issue 11, start-up).
+ * `scripts/compile.ts` embeds the module; a bundle registers it ({@link registerMethods}).
  */
-// deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)
-export async function loadMethods(): Promise<Readonly<Record<string, Handler<any>>>> {
-  return (await import("./methods/mod.ts")).METHODS;
+export async function loadMethods(): Promise<MethodTable> {
+  return registered ?? (await import(new URL("./methods/mod.ts", import.meta.url).href)).METHODS;
 }
 
 /** The hello line's object, which `version` answers too. */

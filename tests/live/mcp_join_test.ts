@@ -3,8 +3,9 @@
  * against the real `isx mcp`, a Claude Code delegation in a `tpl-agents` instance answered
  * by the scripted model mock through the agents lab's proxy, then a person joins through a
  * real tmux session running `bin/isx shell --task <id>` (Claude's own interactive resume of
- * the session). While they are in: task_status reads `attached` with the pid of their
- * `claude --resume`, the notification says `attached`, `send_message` is refused
+ * the session). While they are in: the poller's notification says `attached` before anything
+ * else reads the task, task_status reads `attached` with the pid of their `claude --resume`,
+ * so does list_instances, `send_message` is refused
  * `wrong_state` naming that pid, and a second join is refused. They quit; the task reads
  * `finished` again and the notification follows. Plus the CLI's refusals: an unknown task,
  * a command task, a turn still running. Needs tmux and the built template; without them the
@@ -15,7 +16,9 @@
 
 import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
-import { LIVE_SOCKET, NO_INCUS } from "../helpers/live.ts";
+import { createIncusClient } from "../../rpc/mod.ts";
+import { readStamps } from "../../mcp/mod.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
@@ -196,10 +199,13 @@ Deno.test({
           `bash ${q(script)}`,
         );
         assert.ok(started.ok, "tmux started");
-        const st = await until("attached", async () => {
-          const s = await status(c, task);
-          return s.state === "attached" ? s : undefined;
-        });
+        // the poller's slow round tells first: nothing else reads the task meanwhile
+        await until("the attached notification", () =>
+          Promise.resolve(
+            seen.some((e) => e.task_id === task && e.state === "attached") ? true : undefined,
+          ));
+        const st = await status(c, task);
+        assert.equal(st.state, "attached", JSON.stringify(st));
         pid = Number(st.attached_pid);
         assert.ok(pid > 0, JSON.stringify(st));
         const argv = await lab!.root(
@@ -220,13 +226,6 @@ Deno.test({
             ?.state,
           "attached",
         );
-      });
-
-      await t.step("the notification says attached", async () => {
-        await until("the attached notification", () =>
-          Promise.resolve(
-            seen.some((e) => e.task_id === task && e.state === "attached") ? true : undefined,
-          ), 60_000);
       });
 
       await t.step(
@@ -263,28 +262,36 @@ Deno.test({
           /^\d+\n$/,
           "isx shell ended by itself",
         );
-        const st = await until("finished", async () => {
-          const s = await status(c, task);
-          return s.state === "finished" ? s : undefined;
-        }, 30_000);
+        // again the poller tells first (a slow round within ~10 s), then task_status agrees
+        await until("the finished notification", () => {
+          const mine = seen.filter((e) =>
+            e.task_id === task
+          ).map((e) => e.state);
+          const at = mine.lastIndexOf("attached");
+          return Promise.resolve(
+            at >= 0 && mine.slice(at + 1).includes("finished") ? true : undefined,
+          );
+        }, 60_000);
+        const st = await status(c, task);
+        assert.equal(st.state, "finished", JSON.stringify(st));
         assert.equal(st.attached_pid, undefined);
         assert.equal(
           (await lab!.root(`[ -e /proc/${pid} ] && echo alive || echo gone`)).trim(),
           "gone",
-        );
-        const mine = seen.filter((e) =>
-          e.task_id === task
-        ).map((e) => e.state);
-        const at = mine.lastIndexOf("attached");
-        assert.ok(
-          at >= 0 && mine.slice(at + 1).includes("finished"),
-          `attached then finished: ${mine}`,
         );
       });
     } finally {
       await tmux.close();
       if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
       await c.close();
+      // whatever this test's server made, even a create that failed half-way
+      const incus = createIncusClient({ socket: LIVE_SOCKET });
+      for (const i of await incus.listInstances().catch(() => [])) {
+        if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
+          await removeInstance(incus, i.name).catch(() => {});
+        }
+      }
+      incus.close();
       await lab?.[Symbol.asyncDispose]();
       await Deno.remove(h.dir, { recursive: true }).catch(() => {});
     }

@@ -1,0 +1,138 @@
+/**
+ * The heavy half of `isx mcp`: the session wired to this host (Incus client, config, proxy
+ * health port, audit log, session locks, the orphan sweeper, the task engine) and the tool
+ * table. `cli/mcp.ts` imports it by a computed specifier on the first call that needs it or
+ * once the client pauses after the handshake, so `initialize` and `tools/list` are answered
+ * before this module, zod, js-yaml and the templates load (issue 11, start-up).
+ * `cli/bundle.ts` and `scripts/compile.ts` carry it as they carry the commands.
+ *
+ * @module
+ */
+
+import { type ProxyHealth, readHostConfig, SLOW_DAEMON_MS } from "../mcp/host/mod.ts";
+import type { McpBackend } from "../mcp/server/mod.ts";
+import {
+  engineTasks,
+  fileAuditor,
+  mcpOwner,
+  newSessionId,
+  readMcpConfig,
+  Session,
+  SessionLocks,
+  SWEEP_STOP_WAIT_MS,
+  Sweeper,
+  sweepOrphans,
+} from "../mcp/session/mod.ts";
+import { createTaskEngine } from "../mcp/tasks/mod.ts";
+import { callTool } from "../mcp/tools/mod.ts";
+import { loadDefinitions } from "../mcp/templates/load.ts";
+import { loadProxyConfig } from "../proxy/config/host_config.ts";
+import { createIncusClient } from "../rpc/base.ts";
+import { checkProxy, repairCa } from "./instance_checks.ts";
+import type { CliContext } from "./command.ts";
+import { incusOptions } from "./incus_remote.ts";
+
+/** The backend of one `isx mcp` process, and what ends it. */
+export interface McpProcessBackend extends McpBackend {
+  /** Stops the orphan sweeper: a marked step in flight ends first (no pending-op mark left). */
+  stopSweeper(): Promise<void>;
+  /** Releases the session lock and closes the Incus client (after the session released). */
+  close(): void;
+}
+
+/** Opens the backend of `isx mcp` (`skip`: `--no-preflight`). */
+export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBackend {
+  const { configDir, stateDir, home, cwd } = ctx.perm;
+  const client = createIncusClient({
+    ...incusOptions(ctx),
+    project: ctx.global.project ?? "",
+    timeouts: { requestMs: SLOW_DAEMON_MS },
+  });
+  const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
+  const tasks = engineTasks(createTaskEngine({ incus: client }));
+  const id = newSessionId(Deno.pid, Date.now());
+  // liveness: this process holds a lock on its session file until it dies
+  // (mcp/host/session_locks.ts)
+  const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
+  locks.start(id);
+  const session = new Session({
+    incus: client,
+    tasks,
+    // exactly isx branch's checks: the preflight (proxy answers, this build, the template's
+    // credentials) and the CA repair after the copy
+    checks: {
+      preflight: (o) => checkProxy(ctx, { ...o, skip }),
+      repairCa: (name, health, trusted) =>
+        repairCa(ctx, client, name, health as ProxyHealth | undefined, trusted),
+    },
+    readConfig: () => readMcpConfig(configDir),
+    // never the project-local layer: isx mcp uses only what the user's own layers define
+    definitions: () =>
+      loadDefinitions({ configDir, searchPaths: readHostConfig(configDir, home).searchPaths }),
+    async proxyPlace() {
+      const p = await proxyConfig();
+      return {
+        bridge: p.bridge,
+        proxyOnlyBridge: p.proxy_only_bridge,
+        subnets: p.proxy_only_subnets,
+        ports: { tls: p.ports.tls, forward: p.ports.forward },
+      };
+    },
+    async fetchActivity() {
+      const p = await proxyConfig();
+      try {
+        const res = await fetch(`http://127.0.0.1:${p.ports.health}/activity`, {
+          signal: AbortSignal.timeout(3000),
+        });
+        const text = await res.text();
+        return { status: res.status, body: res.ok ? JSON.parse(text) : text };
+      } catch {
+        return undefined;
+      }
+    },
+    initialized() {
+      try {
+        return Deno.statSync(`${configDir}/config.yaml`).isFile;
+      } catch {
+        return false;
+      }
+    },
+    audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
+    alive: (other) => locks.alive(other),
+    id,
+    // the host user, and the state dir whose session locks tell its sessions' liveness
+    owner: mcpOwner(Deno.uid() ?? 0, stateDir),
+    pid: Deno.pid,
+    cwd,
+    now: () => Date.now(),
+    sleep: (ms, signal) =>
+      new Promise<void>((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason);
+        const t = setTimeout(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        }, ms);
+        const onAbort = () => {
+          clearTimeout(t);
+          reject(signal!.reason);
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+      }),
+  });
+  // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
+  // isx init has been done
+  const sweeper = new Sweeper((guard) =>
+    session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
+  );
+  return {
+    session,
+    callTool,
+    startWatcher: () => tasks.watch(session),
+    onSessionStart: () => sweeper.start(),
+    stopSweeper: () => sweeper.stop(SWEEP_STOP_WAIT_MS),
+    close() {
+      locks.stop();
+      client.close();
+    },
+  };
+}
