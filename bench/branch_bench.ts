@@ -161,7 +161,17 @@ if (import.meta.main) {
       );
     } else {
       cold.define("templates", TPL, `image: ${IMAGE}\n`);
-      await timedBuild(cold, [TPL]);
+      // the shared daemon stalls at times; a build it stalls is tried again (twice at most)
+      for (let attempt = 1;; attempt++) {
+        try {
+          await timedBuild(cold, [TPL]);
+          break;
+        } catch (e) {
+          if (attempt === 3) throw e;
+          const why = (e instanceof Error ? e.message : String(e)).trim().split("\n").pop();
+          say(`build attempt ${attempt} failed (${why}); trying again`);
+        }
+      }
     }
     if (PART !== "rebuild") await branchPart(client, cold, made);
   } finally {

@@ -9,7 +9,12 @@
  * run script `agentRunScript` as agentuser), timed from the exec to the first model call: what
  * delegation costs on top of starting the runner is the ratio delegate/direct.
  *
- * Run: `deno run -A bench/delegate_bench.ts [--iterations 5]`. Needs a built tpl-agents.
+ * Then (`--fresh N`, default 3; 0 skips it) the start on a fresh instance, air-gapped
+ * (_fresh_start.ts): `delegate` with `template` and `delegate` to a held instance against
+ * `isx branch` plus the runner started by hand, each to the agent's first event.
+ *
+ * Run: `deno run -A bench/delegate_bench.ts [--iterations 5] [--fresh 3]`. Needs a built
+ * tpl-agents.
  *
  * @module
  */
@@ -17,9 +22,17 @@
 import { parseArgs } from "node:util";
 import { call, connect, makeHome } from "../tests/helpers/mcp.ts";
 import { AgentsLab, PROJECT } from "../tests/helpers/agents_lab.ts";
+import { freshStart } from "./_fresh_start.ts";
 
-const { values } = parseArgs({ options: { iterations: { type: "string", default: "5" } } });
+const { values } = parseArgs({
+  options: {
+    iterations: { type: "string", default: "5" },
+    fresh: { type: "string", default: "3" },
+  },
+});
 const N = Number(values.iterations);
+
+class Skip extends Error {}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -36,8 +49,11 @@ const h = makeHome({ mcp: "templates: [tpl-agents]\n" });
 const c = await connect(h, "legacy", { extra: ["--no-preflight"] });
 let lab: AgentsLab | undefined;
 let instance = "";
+// --iterations 0 skips the held-instance part
 try {
+  if (N === 0) throw new Skip();
   const made = await call(c, "create_instance", { template: "tpl-agents", purpose: "bench" });
+  if (made.isError) throw new Error(`create_instance: ${JSON.stringify(made.content)}`);
   instance = String((made.structuredContent as Record<string, unknown>).instance);
   lab = await AgentsLab.open({ instance });
   const env = Object.entries(lab.runEnv()).filter(([k]) => !["HOME", "USER", "PATH"].includes(k))
@@ -62,7 +78,9 @@ try {
     const d = await firstCall(lab, before, t0);
     for (let k = 0; k < 4; k++) {
       const st = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
-      if ((st.structuredContent as Record<string, unknown>).state !== "running") break;
+      // a refusal (a stalled daemon) is read again; the run's end is what this waits for
+      const state = (st.structuredContent as Record<string, unknown> | undefined)?.state;
+      if (state !== undefined && state !== "running") break;
     }
     // direct: the run script by hand (the baseline)
     const id = `bench-${i}`;
@@ -83,9 +101,12 @@ try {
   console.log(`delegate → first model request: median ${md.toFixed(0)} ms over ${N}`);
   console.log(`direct run script (baseline):   median ${mb.toFixed(0)} ms over ${N}`);
   console.log(`ratio delegate/direct: ${(md / mb).toFixed(2)}`);
+} catch (e) {
+  if (!(e instanceof Skip)) throw e;
 } finally {
   if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
   await c.close();
   await lab?.[Symbol.asyncDispose]();
   await Deno.remove(h.dir, { recursive: true }).catch(() => {});
 }
+if (Number(values.fresh) > 0) await freshStart(Number(values.fresh));

@@ -9,8 +9,15 @@
  *           output) and one wait on the operation, inline with `fetch` on the socket;
  * - cli:    `incus exec NAME -- true`.
  *
- * Run: `deno run -A bench/tasks_bench.ts [--iterations 100] [--image debian-base]`.
- * Prints per-op median/mean/p90 and the ratios probe/raw, probe/cli, status/raw, status/cli.
+ * Then the same polls as a client pays for them, through the real `isx mcp` (a raw line
+ * client over stdio) on an instance it created from `--template` with one background task
+ * running: `task_status` of the task and `wait_any` of it with `timeout_seconds: 0` (one
+ * probe tick), against the same raw REST exec, with the execs each call ran in the instance
+ * counted from Incus's own event stream (`incus monitor`): one each.
+ *
+ * Run: `deno run -A bench/tasks_bench.ts [--iterations 100] [--image debian-base]
+ * [--template tpl-minimal]`. Prints per-op median/mean/p90 and the ratios probe/raw,
+ * probe/cli, status/raw, status/cli, then task_status/raw and wait_any/raw with execs per call.
  *
  * @module
  */
@@ -18,18 +25,22 @@
 import { parseArgs } from "node:util";
 import { createIncusClient } from "../rpc/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
+import { SLOW_DAEMON_MS } from "../mcp/mod.ts";
+import { mcpPolls } from "./_mcp_polls.ts";
 
 const { values } = parseArgs({
   options: {
     iterations: { type: "string", default: "100" },
     image: { type: "string", default: "debian-base" },
     socket: { type: "string", default: "/var/lib/incus/unix.socket" },
+    template: { type: "string", default: "tpl-minimal" },
   },
 });
 const N = Number(values.iterations);
 const SOCKET = values.socket;
 const name = `bench-tasks-${crypto.randomUUID().slice(0, 8)}`;
-const client = createIncusClient({ socket: SOCKET });
+// a loaded daemon can take longer than the default 30 s to answer a create
+const client = createIncusClient({ socket: SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
 const http = Deno.createHttpClient({ proxy: { transport: "unix", path: SOCKET } });
 const engine = createTaskEngine({ incus: client });
 const IDS = ["t1-bnch", "t2-bnch", "t3-bnch"];
@@ -46,8 +57,8 @@ async function status(): Promise<void> {
   if (st.state !== "running") throw new TypeError(`status: ${st.state}`);
 }
 
-async function raw(): Promise<void> {
-  const res = await fetch(`http://incus/1.0/instances/${name}/exec`, {
+async function raw(instance = name): Promise<void> {
+  const res = await fetch(`http://incus/1.0/instances/${instance}/exec`, {
     client: http,
     method: "POST",
     body: JSON.stringify({ command: ["true"], "wait-for-websocket": false, interactive: false }),
@@ -69,7 +80,7 @@ async function cli(): Promise<void> {
   if (!out.success) throw new TypeError(`cli: exit ${out.code}`);
 }
 
-const METHODS: Record<string, () => Promise<void>> = { probe, status, raw, cli };
+const METHODS: Record<string, () => Promise<void>> = { probe, status, raw: () => raw(), cli };
 
 function stats(xs: number[]) {
   const s = [...xs].sort((p, q) => p - q);
@@ -121,6 +132,7 @@ try {
   const r = (a: string, b: string) => (st[a]!.median / st[b]!.median).toFixed(2);
   console.log(`  probe/raw ${r("probe", "raw")}x  probe/cli ${r("probe", "cli")}x (medians)`);
   console.log(`  status/raw ${r("status", "raw")}x  status/cli ${r("status", "cli")}x (medians)`);
+  await mcpPolls({ iterations: N, template: values.template, raw });
 } finally {
   await client.stopInstance(name, { step: `kill ${name}`, force: true }).catch(() => {});
   await client.deleteInstance(name, { step: `delete ${name}` }).catch((e) => console.error(e));

@@ -13,7 +13,7 @@
 # of starting the program (tests compare them with the table's).
 
 # The modules cli/flags.ts loads (tests/launcher_test.ts checks this list against its graph).
-LAUNCH_SOURCES=(cli/flags.ts cli/args.ts cli/launch.ts cli/permissions.ts cli/perm_modes.ts
+LAUNCH_SOURCES=(cli/flags.ts cli/args.ts cli/argv.ts cli/launch.ts cli/permissions.ts cli/perm_modes.ts
   cli/perm_context.ts cli/npm_env.ts)
 # The variables cli/flags.ts reads (the test runs it with only these allowed).
 LAUNCH_ENV=(HOME XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_RUNTIME_DIR TMPDIR

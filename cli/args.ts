@@ -2,12 +2,12 @@
  * Global flags, shared by `isb` and `isx`, which may stand before or after the subcommand
  * (clap's "global" args in the original isb), with their environment fallbacks
  * (shared/spec/isb-rpc.md §1). Everything else is left for the subcommand to parse strictly
- * with `node:util` parseArgs.
+ * with `parseArgv` (`node:util` parseArgs's behaviour, without loading `node:util`).
  *
  * @module
  */
 
-import { parseArgs } from "node:util";
+import { type OptionSpec, parseArgv } from "./argv.ts";
 import { defaultSocket } from "./permissions.ts";
 
 /** The global flags after env fallbacks. */
@@ -119,14 +119,13 @@ export function splitGlobal(argv: string[], env: (k: string) => string | undefin
 }
 
 /** Strict parse of a subcommand's own flags; unknown flags become a {@link UsageError}. */
-export function parseCommandArgs<
-  const O extends Record<
-    string,
-    { type: "string" | "boolean"; short?: string; multiple?: boolean; default?: string | boolean }
-  >,
->(args: string[], options: O, positionals = true) {
+export function parseCommandArgs<const O extends Record<string, OptionSpec>>(
+  args: string[],
+  options: O,
+  positionals = true,
+) {
   try {
-    return parseArgs({ args, options, allowPositionals: positionals, strict: true });
+    return parseArgv(args, options, positionals);
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message.replace(/\.$/, "") : String(e));
   }

@@ -100,6 +100,21 @@ for f in /etc/subuid /etc/subgid; do
   grep -qx 'root:1000:1' "$f" || echo 'root:1000:1' >> "$f"
 done
 
+# Every container's systemd and the bridge's dnsmasq each take inotify instances; at the
+# kernel's default of 128 per user, dnsmasq died with "failed to create inotify: Too many open
+# files" once ~15 instances ran, and new instances got no IPv4 address (seen here). Incus's
+# production settings raise it; set it now and for the next boot, never lowering a larger value.
+raise_sysctl() { # name value
+  local cur; cur=$(sysctl -n "$1" 2>/dev/null || echo 0)
+  [ "$cur" -ge "$2" ] 2>/dev/null || sysctl -qw "$1=$2" || log "warning: could not set $1=$2"
+}
+raise_sysctl fs.inotify.max_user_instances 1024
+raise_sysctl fs.inotify.max_user_watches 1048576
+if [ -d /etc/sysctl.d ] && [ ! -f /etc/sysctl.d/60-isx-inotify.conf ]; then
+  printf 'fs.inotify.max_user_instances = 1024\nfs.inotify.max_user_watches = 1048576\n' \
+    > /etc/sysctl.d/60-isx-inotify.conf
+fi
+
 # ---------------------------------------------------------------------------------------------
 # 2. Daemons.  With systemd as PID 1 use the units; otherwise (this Firecracker VM: PID 1 is
 #    process_api) start lxcfs and incusd by hand, detached with setsid so they outlive the

@@ -21,7 +21,8 @@ const files = Deno.args.length
   : [...Deno.readDirSync(`${ROOT}/tests/live`)].map((e) => e.name)
     .filter((n) => /^rpc_.*_test\.ts$/.test(n)).sort().map((n) => `tests/live/${n}`);
 const socket = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
-const local = createIncusClient({ socket });
+// a busy incusd may stall for tens of seconds (as tests/helpers/live.ts allows for)
+const local = createIncusClient({ socket, timeouts: { requestMs: 120_000 } });
 try {
   await using remote = await liveRemote(local, `isx-ci-${crypto.randomUUID().slice(0, 8)}`);
   const child = new Deno.Command(Deno.execPath(), {

@@ -86,6 +86,8 @@ Deno.test("main.ts alone (isx --help, --version, mistakes) loads no command, eng
   assert.deepEqual(under(got, ...COMMAND_MODULES), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/incus/", "mcp/", "proxy/"), []);
   assert.deepEqual(under(got, "npm:"), []);
+  // nor Deno's Node layer: the flags are parsed by cli/argv.ts, not node:util (~8 ms)
+  assert.deepEqual(under(got, "node:"), []);
 });
 
 Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the guest", async () => {

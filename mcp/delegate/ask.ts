@@ -54,8 +54,18 @@ function shQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The foreground script of one ask in directory `dir` (host-made values only). */
-export function askScript(dir: string, agent: DelegateAgent): string {
+/** The scratch directory of ask `id` in the guest. */
+export function askDir(id: string): string {
+  return `${AGENT_USER.home}/.isx-mcp/ask/${id}`;
+}
+
+/**
+ * The foreground script of ask `id` (16 hex digits; host-made values only). Its processes
+ * carry `ISX_MCP_TASK=ask-<id>`, so the presence scan does not take the agent for a person's.
+ */
+export function askScript(id: string, agent: DelegateAgent): string {
+  if (!/^[0-9a-f]{16}$/.test(id)) throw new TypeError(`invalid ask id "${id}": 16 hex digits`);
+  const dir = askDir(id);
   const argv = agentRunnerArgv({
     deno: GUEST_DENO,
     scripts: RUNNER_DIR,
@@ -69,6 +79,7 @@ export function askScript(dir: string, agent: DelegateAgent): string {
     ". /etc/profile >/dev/null 2>&1",
     "set -u",
     "umask 077",
+    `export ISX_MCP_TASK=ask-${id}`,
     `d=${shQuote(dir)}`,
     // an ask killed outright (cancel's KILL) leaves its directory: the next one sweeps it
     `find "\${d%/*}" -mindepth 1 -maxdepth 1 -mmin +60 -exec rm -rf -- {} + 2>/dev/null`,
@@ -103,9 +114,8 @@ export async function runAsk(
   if (!tasks) throw new RefusalError("unavailable", "the task engine is not available");
   await prepareGuest(s.incus, o.instance, AGENT_USER.home);
   const prompt = askPrompt({ question, data: data.text, fence: fenceFor(data.text, question) });
-  const dir = `${AGENT_USER.home}/.isx-mcp/ask/${randomToken().slice(0, 16)}`;
   const r = await tasks.foreground(o.instance, {
-    command: askScript(dir, o.who.agent),
+    command: askScript(randomToken().slice(0, 16), o.who.agent),
     env: { ISX_ASK_BRIEF: ASK_BRIEF, ...(o.who.model ? { ISX_MODEL: o.who.model } : {}) },
     cwd: AGENT_USER.home,
     stdin: prompt,

@@ -77,17 +77,29 @@ export async function createInstance(
   o: { keyClaimed?: boolean } = {},
 ): Promise<Created> {
   const key = args.idempotency_key;
-  const cfg = s.deps.readConfig();
-  if (key && !o.keyClaimed) {
-    if (s.keysInFlight.has(key)) {
-      throw new RefusalError(
-        "busy",
-        `idempotency key "${key}": the first call is still running; retry as is`,
-      );
-    }
-    const found = await underKey(s, key);
-    if (found[0]) return replay(s, found[0], args);
+  if (!key || o.keyClaimed) return await create(s, args);
+  // the key is claimed before the first await: a repeat while this call still looks the key
+  // up, checks limits or runs the preflight is `busy`, never a second instance
+  if (s.keysInFlight.has(key)) {
+    throw new RefusalError(
+      "busy",
+      `idempotency key "${key}": the first call is still running; retry as is`,
+    );
   }
+  s.keysInFlight.add(key);
+  try {
+    const found = await underKey(s, key);
+    if (found[0]) return await replay(s, found[0], args);
+    return await create(s, args);
+  } finally {
+    s.keysInFlight.delete(key);
+  }
+}
+
+/** Creates an instance (a key, if any, is claimed by the caller and found unused). */
+async function create(s: Session, args: CreateArgs): Promise<Created> {
+  const key = args.idempotency_key;
+  const cfg = s.deps.readConfig();
   const defs = s.deps.definitions();
   let template: string;
   let trusted: string | undefined;
@@ -143,8 +155,6 @@ export async function createInstance(
     kept: false,
   };
   s.held.set(name, held);
-  const claim = key && !o.keyClaimed;
-  if (claim) s.keysInFlight.add(key);
   try {
     const d = branchDefaults(defs, template);
     const r = await branchInstance(s.incus, {
@@ -191,7 +201,5 @@ export async function createInstance(
     // that failed later (the key check) is removed here
     if (!hasCode(e, "already_exists")) await destroyIsxInstance(s.incus, name).catch(() => {});
     throw e;
-  } finally {
-    if (claim) s.keysInFlight.delete(key);
   }
 }

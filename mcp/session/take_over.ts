@@ -70,6 +70,8 @@ export async function takeOver(
       s.held.delete(name);
       throw new RefusalError("not_held", `another session adopted "${name}" first`);
     case "busy":
+      // held, as §2.4 says; adopting again reads the task records (mcp/tools/lifecycle.ts)
+      s.held.get(name)!.tasksUnread = true;
       throw new RefusalError(
         "busy",
         `instance "${name}" is now held by this session, but the orphan sweep is still ${r.op} it; retry adopt_instance shortly`,

@@ -49,7 +49,8 @@ async function adopt(
       (inst) => ({ inst }),
       (e) => ({ error: e as RefusalError }),
     );
-    return { ...r, held: s.held.has("mcp-x"), elapsed: t, sleeps };
+    const unread = s.held.get("mcp-x")?.tasksUnread === true;
+    return { ...r, held: s.held.has("mcp-x"), unread, elapsed: t, sleeps };
   } finally {
     incus.close();
     await fake.close();
@@ -68,6 +69,7 @@ Deno.test("takeOver meeting a sweep's stop: waits, then answers the instance as 
   assert.ok("inst" in r, JSON.stringify(r));
   assert.equal(r.inst.status, "Stopped");
   assert.equal(r.held, true);
+  assert.equal(r.unread, false);
   assert.equal(r.elapsed, 3 * SWEEP_POLL_MS);
 });
 
@@ -95,5 +97,6 @@ Deno.test("takeOver: another session's stamp winning meanwhile is not_held; a ma
   assert.equal(stuck.error.code, "busy");
   assert.match(stuck.error.message, /still stopping/);
   assert.equal(stuck.held, true, "held by the caller, who adopts again to finish");
+  assert.equal(stuck.unread, true, "the next adopt_instance reads its task records");
   assert.equal(stuck.elapsed, SWEEP_WAIT_MS);
 });

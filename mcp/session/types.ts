@@ -35,6 +35,8 @@ export interface Held {
   state: "creating" | "ready";
   /** Handed to the user with keep_instance. */
   kept: boolean;
+  /** Taken over, but its task records not read yet (the adoption answered `busy`). */
+  tasksUnread?: boolean;
 }
 
 /** A task this session knows. */

@@ -82,6 +82,8 @@ export async function findFirstAttempt(
 ): Promise<ToolOutput | { startOn: string } | undefined> {
   const svc = taskService(s);
   if (a.instance !== undefined) {
+    // a guest-written key counts only for an instance this session holds (§5)
+    if (!s.held.has(a.instance)) return undefined;
     const found = await svc.findKeyed(s, a.instance, a.key);
     return found ? await replayTask(s, a, s.tasks.get(found.task_id)!) : undefined;
   }

@@ -133,6 +133,13 @@ const adopt = tool({
         const t = await adoptTasks(s, args.instance);
         return { structured: out(t.ids, t.warning), audit: "adopted" };
       }
+      const held = s.held.get(args.instance)!;
+      if (held.tasksUnread) {
+        // an adoption answered busy (a sweep's mark outlived the wait) is finished now
+        const t = await adoptTasks(s, args.instance);
+        if (!t.warning) delete held.tasksUnread;
+        return { structured: out(t.ids, t.warning), audit: "adopted" };
+      }
       return {
         structured: out(
           [...s.tasks.values()].filter((t) => t.instance === args.instance).map((t) => t.id),

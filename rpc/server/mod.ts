@@ -38,8 +38,9 @@ import { type CallContext, type EventName, type Handler, toWire } from "./dispat
 export type { CallContext, EventName, Handler } from "./dispatch.ts";
 export type { ControlOp, ExecControl, ExecRegistry, ExecSlot } from "../sandbox/exec/registry.ts";
 
+/** The method handlers by method name (each group types its own engine, the sandbox Engine). */
 // deno-lint-ignore no-explicit-any -- each group types its own engine (the sandbox Engine)
-type MethodTable = Readonly<Record<string, Handler<any>>>;
+export type MethodTable = Readonly<Record<string, Handler<any>>>;
 let registered: MethodTable | undefined;
 
 /** Hands over the method table imported statically (by the guest bundle, `cli/bundle.ts`). */

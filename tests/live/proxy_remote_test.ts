@@ -53,10 +53,9 @@ Deno.test({
       ok(incus.where.startsWith("https://"), incus.where);
       const gateway = (await bridgeGateway(incus, BRIDGE))!;
       ok(gateway, `${BRIDGE} has a gateway`);
-      const [ipA, ipB] = await Promise.all([
-        launchPinned(incus, a, { stamps: { ...TRUSTED_STAMPS }, image: IMAGE }),
-        launchPinned(incus, b, { stamps: { ...TRUSTED_STAMPS }, image: IMAGE }),
-      ]);
+      // one after the other: each picks its address among those the other left free
+      const ipA = await launchPinned(incus, a, { stamps: { ...TRUSTED_STAMPS }, image: IMAGE });
+      const ipB = await launchPinned(incus, b, { stamps: { ...TRUSTED_STAMPS }, image: IMAGE });
       registry = new ClientRegistry(incusSource(incus), { now: Date.now, minRefreshMs: 200 });
       await registry.start();
       await registry.refresh();
