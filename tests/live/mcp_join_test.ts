@@ -89,6 +89,8 @@ class Tmux {
   }
   async close(): Promise<void> {
     await this.run("kill-server");
+    const dir = `${Deno.env.get("TMUX_TMPDIR") || "/tmp"}/tmux-${Deno.uid()}`;
+    await Deno.remove(`${dir}/${this.sock}`).catch(() => {}); // the server leaves its socket
   }
 }
 
