@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { attachedPids, parsePresence } from "../mcp/tasks/presence.ts";
 import { PRESENCE_FNS } from "./presence_shell.ts";
-import { PRELUDE } from "./task_shell.ts";
+import { PRELUDE, QUIET_SH } from "./task_shell.ts";
 
 const S1 = "0f0f0f0f-1111-2222-3333-444444444444";
 const S4 = "0f0f0f0f-4444-2222-3333-444444444444";
@@ -94,4 +94,65 @@ Deno.test("the presence scan reads real agent-shaped processes and a held join l
     }
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+const IS_ROOT = Deno.uid() === 0;
+if (!IS_ROOT) {
+  // deno-lint-ignore no-console
+  console.error("the dormancy probe's presence test needs root (a PID namespace of its own)");
+}
+
+Deno.test({
+  name: "the dormancy probe counts a person's agent and a held join lock as presence",
+  ignore: !IS_ROOT,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "isx-quiet-" });
+    try {
+      const t = `${dir}/tasks/t1-aaaa`;
+      await Deno.mkdir(t, { recursive: true });
+      await Deno.writeTextFile(`${t}/kind`, "agent\n");
+      await Deno.writeTextFile(`${t}/join.lock`, "");
+      // the probe, its task root moved to the test's directory
+      const quiet = QUIET_SH.replace(PRESENCE_FNS, `${PRESENCE_FNS}\nroot=$R\n`);
+      assert.notEqual(quiet, QUIET_SH);
+      // in a PID namespace of its own, /proc shows only what the case starts: no terminal
+      const run = async (setup: string) => {
+        const o = await new Deno.Command("unshare", {
+          args: [
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "bash",
+            "-c",
+            `${setup}\nsleep 0.3\nbash -c "$Q" isx root`,
+          ],
+          env: { Q: quiet, R: `${dir}/tasks` },
+          stdin: "null",
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const out = new TextDecoder().decode(o.stdout);
+        assert.ok(o.success, new TextDecoder().decode(o.stderr));
+        return out.split("\n")[0];
+      };
+      assert.equal(await run(":"), "present 0", "nobody");
+      assert.equal(
+        await run("(exec -a claude sleep 5) &"),
+        "present 1",
+        "a person's Claude Code, no terminal",
+      );
+      assert.equal(
+        await run("(export ISX_MCP_TASK=t1-aaaa; exec -a claude sleep 5) &"),
+        "present 0",
+        "a delegated run is no person",
+      );
+      assert.equal(
+        await run(`flock ${dir}/tasks/t1-aaaa/join.lock sleep 5 &`),
+        "present 1",
+        "a held join lock",
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
