@@ -25,9 +25,6 @@ export {
 } from "./agents/mod.ts";
 export {
   CANCEL_SH,
-  FOREGROUND_KILL_SH,
-  FOREGROUND_SH,
-  foregroundArgv,
   JOIN_SH,
   LAUNCH_SH,
   LIST_SH,
@@ -35,6 +32,7 @@ export {
   QUIET_SH,
   STATUS_SH,
 } from "./task_shell.ts";
+export { FOREGROUND_KILL_SH, FOREGROUND_SH, foregroundArgv } from "./_foreground_shell.ts";
 export {
   type DiffFile,
   type DiffResult,

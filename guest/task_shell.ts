@@ -1,8 +1,8 @@
 /**
  * The guest half of the task engine, as bash scripts the host runs with one exec each
  * (`bash -c SCRIPT isx ARG...`, as root): launch a run, read facts for a cheap probe, read a
- * status with output tails, list task directories for adoption, cancel, and run or kill a
- * foreground command. Shell and not a Deno program because a poll every 2 s must cost a few
+ * status with output tails, list task directories for adoption, cancel (foreground commands
+ * are _foreground_shell.ts, over this file's prelude). Shell and not a Deno program because a poll every 2 s must cost a few
  * milliseconds (a shell read of the task files, ~4 ms) where a Deno process costs 120+ ms
  * (shared/reference/measured.md); the guest needs nothing but bash and coreutils.
  *
@@ -267,70 +267,4 @@ for id in "$@"; do cancel1 "$id" & pids+=($!); done
 rc=0; for p in "$%{pids[@]}"; do wait "$p" || rc=1; done
 facts "$@" # the final state, read in the same exec (for the notification path)
 exit $rc
-`;
-
-/**
- * A foreground command's argv (spec §2.5), one exec with no root shell in between: `setsid`
- * makes the session a cancel kills, `setpriv` drops straight to USER with its groups and a
- * reset environment (where `su -` ran a PAM stack and a wrapper forked `base64`, `id` and
- * `install`: ~20 ms per call on a loaded 2-core host), `timeout` when one is set, then
- * USER's login shell runs {@link FOREGROUND_SH} and SCRIPT (the host's single-quoting
- * `foregroundScript`, which ends by exec'ing `bash -c COMMAND`). USER's primary group
- * carries its name, as the templates make it (`useradd -U`).
- */
-export function foregroundArgv(
-  user: string,
-  name: string,
-  timeout: string,
-  script: string,
-): string[] {
-  return [
-    "setsid",
-    "-w",
-    "setpriv",
-    `--reuid=${user}`,
-    `--regid=${user}`,
-    "--init-groups",
-    "--reset-env",
-    ...(timeout ? ["timeout", "-k", "10s", `${timeout}s`] : []),
-    "bash",
-    "-l",
-    "-c",
-    FOREGROUND_SH + script,
-    "isx",
-    name,
-  ];
-}
-
-/**
- * The login shell's first lines, as the user: the session's id goes to
- * `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or link)
- * for the kill script. The file outlives the run (removing it would cost a process per
- * call); once more than 64 pile up, one `rm` takes those whose session
- * has no leader left. Builtins only on the common path; its variables (`_isx_*`) are gone
- * before SCRIPT runs.
- */
-export const FOREGROUND_SH: string = sh`_isx_d=$HOME/.isx-mcp/run
-[ -d "$_isx_d" ] || ( umask 077 && exec mkdir -p -- "$_isx_d" ) || { echo "isx: cannot make $_isx_d" >&2; exit 1; }
-read -r _isx_l </proc/$$/stat; read -r -a _isx_a <<<"$%{_isx_l##*) }"; _isx_p=$_isx_d/$1.pid
-set -C; { printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; } 2>/dev/null || { rm -f -- "$_isx_p"; printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; }; set +C
-_isx_f=("$_isx_d"/*.pid)
-if [ $%{#_isx_f[@]} -gt 64 ]; then _isx_o=()
-  for _isx_x in "$%{_isx_f[@]}"; do [ -f "$_isx_x" ] || continue; _isx_y=; { read -r _isx_y <"$_isx_x"; } 2>/dev/null
-    case $_isx_y in ''|*[!0-9]*) _isx_o+=("$_isx_x");; *) [ -e "/proc/$_isx_y" ] || _isx_o+=("$_isx_x");; esac; done
-  [ $%{#_isx_o[@]} -eq 0 ] || rm -f -- "$%{_isx_o[@]}"
-fi
-unset _isx_d _isx_l _isx_a _isx_p _isx_f _isx_x _isx_y _isx_o
-`;
-
-/** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */
-export const FOREGROUND_KILL_SH: string = PRELUDE + sh`
-pf=$h/.isx-mcp/run/$1.pid
-num sid "$pf" || exit 0
-sidpids() { local f s a p; for f in /proc/[0-9]*/stat; do { IFS= read -r s <"$f"; } 2>/dev/null || continue
-  read -r -a a <<<"$%{s##*) }"; if [ "$%{a[3]:-}" = "$1" ]; then p=$%{f#/proc/}; echo "$%{p%/stat}"; fi; done; }
-p=$(sidpids "$sid"); [ -z "$p" ] || kill -TERM $p 2>/dev/null
-for i in $(seq 15); do [ -z "$(sidpids "$sid")" ] && exit 0; sleep 0.2; done
-p=$(sidpids "$sid"); [ -z "$p" ] || kill -KILL $p 2>/dev/null
-exit 0
 `;

@@ -210,6 +210,7 @@ const PURE = [
   "proxy/http1/decode.ts",
   "guest/protocol.ts",
   "guest/task_shell.ts",
+  "guest/_foreground_shell.ts",
   "mcp/tasks/state.ts",
   "mcp/tasks/parse.ts",
   "mcp/tasks/script.ts",

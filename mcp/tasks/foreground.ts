@@ -1,5 +1,5 @@
 /**
- * Foreground commands (spec §2.5): one websocket exec of guest/task_shell.ts's
+ * Foreground commands (spec §2.5): one websocket exec of guest/_foreground_shell.ts's
  * `foregroundArgv` starts the command as the agent user in a login shell, in its own
  * session whose id it records, under `timeout` when one is set; no root shell runs in
  * between. Output streams back

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FOREGROUND_SH, foregroundArgv } from "./task_shell.ts";
+import { FOREGROUND_SH, foregroundArgv } from "./_foreground_shell.ts";
 
 /** Runs FOREGROUND_SH then `tail` with HOME=home in a new session of the host's bash. */
 async function login(home: string, name: string, tail: string) {
