@@ -22,6 +22,9 @@
  * and the prompt are answered without it, so `isx mcp` answers `initialize` while it loads
  * (issue 11, start-up); a request that needs it waits for it.
  *
+ * This file is the dispatch and the session's life; the writer is `_outbox.ts`, a tool call
+ * (plain or as a task) `_tool_call.ts`.
+ *
  * @module
  */
 
@@ -30,8 +33,10 @@ import type { TaskChange } from "../session/mod.ts";
 import type { McpBackend, McpServer, ServeOptions } from "./types.ts";
 
 export type { McpBackend, McpServer, ServeOptions } from "./types.ts";
-import { catalogSupportsTasks, catalogTools } from "../tools/catalog.ts";
+import { catalogTools } from "../tools/catalog.ts";
 import { ProtocolFault } from "../tools/fault.ts";
+import { outbox } from "./_outbox.ts";
+import { toolCall } from "./_tool_call.ts";
 import { COORDINATE_PROMPT, coordinateMessages, INSTRUCTIONS } from "./prompt.ts";
 import { McpTasks } from "./tasks.ts";
 import {
@@ -44,8 +49,6 @@ import {
   metaOf,
   MODERN_VERSIONS,
   negotiate,
-  progressToken,
-  requestCapabilities,
   requestVersion,
   RPC,
   SERVER_INFO,
@@ -53,12 +56,12 @@ import {
   TASK_FILTER_KEY,
   type TaskFilter,
   taskFilter,
-  TASKS_EXT,
   wantsTaskChanges,
 } from "./wire.ts";
 
 /** Serves MCP until input ends. */
 export function serveMcp(o: ServeOptions): McpServer {
+  const out = outbox(o.output);
   // The backend: loaded on first need, or once the client pauses after the handshake
   // (loading blocks the event loop: started at once it would delay the handshake's answer)
   let b: McpBackend | undefined;
@@ -99,27 +102,11 @@ export function serveMcp(o: ServeOptions): McpServer {
     clientName = name;
     if (b) b.session.clientName = name;
   };
-  const writer = o.output.getWriter();
-  const enc = new TextEncoder();
-  let writing: Promise<void> = Promise.resolve();
-  let outputBroken = false;
-  const send = (msg: Record<string, unknown>): Promise<void> => {
-    const line = enc.encode(JSON.stringify({ jsonrpc: "2.0", ...msg }) + "\n");
-    writing = writing.then(() => outputBroken ? undefined : writer.write(line)).catch(() => {
-      outputBroken = true;
-    });
-    return writing;
-  };
-  const reply = (id: Id, result: unknown, modern: boolean) =>
-    send({ id, result: modern ? { resultType: "complete", ...result as object } : result });
-  // the stateless revision's cacheable results carry a cache hint; ours never change in a run
-  const cacheable = (id: Id, result: Record<string, unknown>, modern: boolean) =>
-    reply(id, modern ? { ...result, ttlMs: 3_600_000, cacheScope: "public" } : result, modern);
-  const fail = (id: Id | null, code: number, message: string, data?: unknown) =>
-    send({ id, error: { code, message, ...(data === undefined ? {} : { data }) } });
+  const { send, reply, cacheable, fail } = out;
 
   const inflight = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
   const keyOf = (id: Id) => JSON.stringify(id);
+  const calls = { out, need, tasks: () => mcpTasks!, track };
   let handshakeWantsChanges = false;
   const subs = new Map<string, { id: Id; filter: TaskFilter }>();
   let stopWatcher: (() => void) | undefined;
@@ -156,62 +143,6 @@ export function serveMcp(o: ServeOptions): McpServer {
     const k = keyOf(id);
     const done = run(ctrl.signal).finally(() => inflight.delete(k));
     inflight.set(k, { ctrl, done });
-  }
-
-  function toolCall(id: Id, params: Record<string, unknown>, modern: boolean): void {
-    const token = progressToken(params);
-    let last = 0;
-    let count = 0;
-    // a task when asked (handshake: `task`), or offered (stateless: this request's own
-    // capabilities list the tasks extension); only tools with task support
-    const asked = modern
-      ? typeof requestCapabilities(params).extensions === "object" &&
-        TASKS_EXT in (requestCapabilities(params).extensions as object)
-      : typeof params.task === "object" && params.task !== null;
-    if (asked && catalogSupportsTasks(params.name)) {
-      track(id, async () => {
-        try {
-          await need();
-          await reply(id, mcpTasks!.start(params, modern), modern);
-        } catch (e) {
-          await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
-        }
-      });
-      return;
-    }
-    track(id, async (signal) => {
-      let x: McpBackend;
-      try {
-        x = await need();
-      } catch (e) {
-        if (!signal.aborted) {
-          await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
-        }
-        return;
-      }
-      const ctx = {
-        session: x.session,
-        signal,
-        progress(message: string) {
-          if (token === undefined || signal.aborted) return;
-          const now = x.session.deps.now();
-          if (now - last < 1000) return;
-          last = now;
-          send({
-            method: "notifications/progress",
-            params: { progressToken: token, progress: ++count, message },
-          });
-        },
-      };
-      try {
-        const result = await x.callTool(params.name, params.arguments, ctx);
-        if (!signal.aborted) await reply(id, result, modern);
-      } catch (e) {
-        if (signal.aborted) return;
-        if (e instanceof ProtocolFault) await fail(id, e.code, e.message);
-        else await fail(id, RPC.internal, `internal error: ${(e as Error).message}`);
-      }
-    });
   }
 
   function request(id: Id, method: string, params: Record<string, unknown>): void {
@@ -274,7 +205,7 @@ export function serveMcp(o: ServeOptions): McpServer {
         cacheable(id, { tools: catalogTools() }, modern);
         return;
       case "tools/call":
-        toolCall(id, params, modern);
+        toolCall(calls, id, params, modern);
         return;
       case "prompts/list":
         cacheable(id, { prompts: [COORDINATE_PROMPT] }, modern);
@@ -340,8 +271,7 @@ export function serveMcp(o: ServeOptions): McpServer {
       syncWatcher();
       unlisten();
       await x?.session.release();
-      await writing;
-      await writer.close().catch(() => {});
+      await out.close();
     })();
     return ending;
   };
