@@ -10,12 +10,16 @@
  * and the core schema (null, booleans, integers, floats; everything else a string).
  * Anchors, aliases, tags, `?` keys and several documents are refused with a clear error,
  * never misread. Errors name the line and never quote the text (it may be a credential).
- * Pure.
+ * Pure. This file reads the block structure (lines and indentation); scalars are
+ * `_yaml_scalar.ts`, flow collections `_yaml_flow.ts`.
  *
  * @module
  */
 
-import { IsbError } from "./errors.ts";
+import { Flow } from "./_yaml_flow.ts";
+import { fail, folded, keyOf, NOT_SUPPORTED, quoted, resolvePlain } from "./_yaml_scalar.ts";
+
+export { resolvePlain } from "./_yaml_scalar.ts";
 
 interface Line {
   /** 1-based line number. */
@@ -38,14 +42,8 @@ export function parseYaml(text: string): unknown {
   return new Reader(lines).document();
 }
 
-function fail(n: number, what: string): never {
-  throw new IsbError("parse", `line ${n}: ${what}`);
-}
-
 const isMarker = (l: Line) => l.indent === 0 && /^(---|\.\.\.)(\s|$)/.test(l.text);
 const isBlank = (l: Line) => /^\s*(#.*)?$/.test(l.text);
-const NOT_SUPPORTED = "anchors, aliases, tags and ? keys are not supported";
-
 class Reader {
   #lines: Line[];
   #at = 0;
@@ -250,26 +248,6 @@ class Reader {
   }
 }
 
-/** `>` folding: a break between two plain lines is a space, blank lines are newlines. */
-function folded(body: string[]): string {
-  let out = "";
-  let prev: string | undefined;
-  let blanks = 0;
-  for (const cur of body) {
-    if (cur.trim() === "") {
-      blanks++;
-      continue;
-    }
-    if (prev === undefined) out += "\n".repeat(blanks);
-    else if (!/^\s/.test(prev) && !/^\s/.test(cur)) out += blanks ? "\n".repeat(blanks) : " ";
-    else out += "\n".repeat(blanks + 1);
-    out += cur;
-    prev = cur;
-    blanks = 0;
-  }
-  return out;
-}
-
 /** Where a `key:` ends on a line: the key's end and the value's start; none if no key. */
 function keyEnd(text: string, n: number): { key: number; value: number } | undefined {
   if (/^[\[{|>]/.test(text) || /^-(\s|$)/.test(text)) return undefined;
@@ -284,259 +262,7 @@ function keyEnd(text: string, n: number): { key: number; value: number } | undef
   return undefined;
 }
 
-function keyOf(raw: string, n: number): string {
-  if (raw === "") fail(n, "a key is empty");
-  if (/^[&*!?]/.test(raw)) fail(n, NOT_SUPPORTED);
-  if (raw[0] === '"' || raw[0] === "'") {
-    const q = quoted(raw, 0, n);
-    if (q.end !== raw.length) fail(n, "unexpected text after a quoted key");
-    return q.value;
-  }
-  return String(resolvePlain(raw));
-}
-
 function stripComment(text: string): string {
   const m = /(^|\s)#/.exec(text);
   return (m ? text.slice(0, m.index) : text).trimEnd();
-}
-
-const ESCAPES: Record<string, string> = {
-  "0": "\0",
-  a: "\x07",
-  b: "\b",
-  t: "\t",
-  "\t": "\t",
-  n: "\n",
-  v: "\v",
-  f: "\f",
-  r: "\r",
-  e: "\x1b",
-  " ": " ",
-  '"': '"',
-  "/": "/",
-  "\\": "\\",
-  N: "\x85",
-  _: "\xa0",
-  L: "\u2028",
-  P: "\u2029",
-};
-
-/** A quoted scalar starting at `at`; over lines in flow text, folded as YAML folds them. */
-function quoted(s: string, at: number, n: number): { value: string; end: number } {
-  const q = s[at]!;
-  let out = "";
-  let i = at + 1;
-  while (i < s.length) {
-    const c = s[i]!;
-    if (c === q) {
-      if (q === "'" && s[i + 1] === "'") {
-        out += "'";
-        i += 2;
-        continue;
-      }
-      return { value: out, end: i + 1 };
-    }
-    if (c === "\n") {
-      // a line break folds to a space, blank lines to newlines; indentation is dropped
-      out = out.replace(/[ \t]+$/, "");
-      let breaks = 0;
-      while (i < s.length && /[\s]/.test(s[i]!)) breaks += s[i++] === "\n" ? 1 : 0;
-      out += breaks > 1 ? "\n".repeat(breaks - 1) : " ";
-      continue;
-    }
-    if (q === '"' && c === "\\") {
-      const e = s[i + 1];
-      const hex = e === "x" ? 2 : e === "u" ? 4 : e === "U" ? 8 : 0;
-      if (hex) {
-        const h = s.slice(i + 2, i + 2 + hex);
-        if (!/^[0-9a-fA-F]+$/.test(h) || h.length !== hex) fail(n, "a bad \\x, \\u or \\U escape");
-        out += String.fromCodePoint(parseInt(h, 16));
-        i += 2 + hex;
-        continue;
-      }
-      if (e === "\n") {
-        i += 2;
-        while (i < s.length && /[ \t]/.test(s[i]!)) i++;
-        continue;
-      }
-      if (e === undefined) break;
-      if (!(e in ESCAPES)) fail(n, "an unknown escape in a double-quoted value");
-      out += ESCAPES[e];
-      i += 2;
-      continue;
-    }
-    out += c;
-    i++;
-  }
-  fail(n, "a quoted value is not closed on its line");
-}
-
-/** The core schema's reading of a plain scalar. */
-export function resolvePlain(s: string): unknown {
-  if (s === "" || s === "~" || /^(null|Null|NULL)$/.test(s)) return null;
-  if (/^(true|True|TRUE)$/.test(s)) return true;
-  if (/^(false|False|FALSE)$/.test(s)) return false;
-  if (/^[-+]?[0-9]+$/.test(s)) return Number(s.replace(/^\+/, ""));
-  if (/^0x[0-9a-fA-F]+$/.test(s)) return parseInt(s.slice(2), 16);
-  if (/^0o[0-7]+$/.test(s)) return parseInt(s.slice(2), 8);
-  if (/^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/.test(s)) return Number(s);
-  if (/^[-+]?\.(inf|Inf|INF)$/.test(s)) return s.startsWith("-") ? -Infinity : Infinity;
-  if (/^\.(nan|NaN|NAN)$/.test(s)) return NaN;
-  return s;
-}
-
-/** A flow collection (`[…]`, `{…}`) over one string that may span lines. */
-class Flow {
-  #s: string;
-  #i = 0;
-  #n: number;
-  constructor(s: string, n: number) {
-    this.#s = s;
-    this.#n = n;
-  }
-
-  /** Whether the brackets close within the text so far (quotes and comments skipped). */
-  balanced(): boolean {
-    let depth = 0;
-    const s = this.#s;
-    for (let i = 0; i < s.length; i++) {
-      const c = s[i]!;
-      if (c === '"' || c === "'") {
-        const close = q(s, i);
-        if (close < 0) return false;
-        i = close;
-      } else if (c === "#" && (i === 0 || /\s/.test(s[i - 1]!))) {
-        const eol = s.indexOf("\n", i);
-        if (eol < 0) return depth === 0;
-        i = eol;
-      } else if (c === "[" || c === "{") depth++;
-      else if (c === "]" || c === "}") {
-        if (--depth === 0) return true;
-      }
-    }
-    return depth === 0;
-    function q(s: string, i: number): number {
-      for (let j = i + 1; j < s.length; j++) {
-        if (s[i] === '"' && s[j] === "\\") j++;
-        else if (s[j] === s[i]) {
-          if (s[i] === "'" && s[j + 1] === "'") j++;
-          else return j;
-        }
-      }
-      return -1;
-    }
-  }
-
-  atEnd(): boolean {
-    return this.#i >= this.#s.length;
-  }
-
-  ws(): void {
-    const s = this.#s;
-    while (this.#i < s.length) {
-      const c = s[this.#i]!;
-      if (c === " " || c === "\t" || c === "\n" || c === "\r") this.#i++;
-      else if (c === "#" && (this.#i === 0 || /\s/.test(s[this.#i - 1]!))) {
-        const eol = s.indexOf("\n", this.#i);
-        this.#i = eol < 0 ? s.length : eol;
-      } else break;
-    }
-  }
-
-  node(): unknown {
-    this.ws();
-    const c = this.#s[this.#i];
-    if (c === "[") return this.#seq();
-    if (c === "{") return this.#map();
-    if (c === '"' || c === "'") {
-      const r = quoted(this.#s, this.#i, this.#n);
-      this.#i = r.end;
-      return r.value;
-    }
-    if (c === "&" || c === "*" || c === "!" || c === "?") fail(this.#n, NOT_SUPPORTED);
-    return resolvePlain(this.#plain());
-  }
-
-  #plain(): string {
-    const s = this.#s;
-    const start = this.#i;
-    while (this.#i < s.length) {
-      const c = s[this.#i]!;
-      if (c === "," || c === "]" || c === "}" || c === "[" || c === "{") break;
-      if (c === ":" && /[\s,\]}]/.test(s[this.#i + 1] ?? " ")) break;
-      if (c === "#" && /\s/.test(s[this.#i - 1] ?? " ")) break;
-      this.#i++;
-    }
-    return s.slice(start, this.#i).trim().replace(/\s*\n\s*/g, " ");
-  }
-
-  #seq(): unknown[] {
-    this.#i++;
-    const out: unknown[] = [];
-    for (;;) {
-      this.ws();
-      if (this.#s[this.#i] === "]") {
-        this.#i++;
-        return out;
-      }
-      const v = this.node();
-      this.ws();
-      if (this.#s[this.#i] === ":") {
-        // `[k: v]` is a sequence of one-entry mappings
-        this.#i++;
-        if (typeof v === "object" && v !== null) fail(this.#n, "a collection cannot be a key");
-        const one: Record<string, unknown> = {};
-        define(one, String(v), this.#valueAfterColon());
-        out.push(one);
-      } else out.push(v);
-      this.#sep("]");
-    }
-  }
-
-  #map(): Record<string, unknown> {
-    this.#i++;
-    const out: Record<string, unknown> = {};
-    for (;;) {
-      this.ws();
-      if (this.#s[this.#i] === "}") {
-        this.#i++;
-        return out;
-      }
-      const c = this.#s[this.#i];
-      let key: string;
-      if (c === '"' || c === "'") {
-        const r = quoted(this.#s, this.#i, this.#n);
-        this.#i = r.end;
-        key = r.value;
-      } else if (c === "[" || c === "{") fail(this.#n, "a collection cannot be a key");
-      else if (c === "&" || c === "*" || c === "!" || c === "?") fail(this.#n, NOT_SUPPORTED);
-      else key = String(resolvePlain(this.#plain()));
-      this.ws();
-      let value: unknown = null;
-      if (this.#s[this.#i] === ":") {
-        this.#i++;
-        value = this.#valueAfterColon();
-      }
-      if (Object.hasOwn(out, key)) fail(this.#n, "a key appears twice in one mapping");
-      define(out, key, value);
-      this.#sep("}");
-    }
-  }
-
-  #valueAfterColon(): unknown {
-    this.ws();
-    const c = this.#s[this.#i];
-    return c === "," || c === "}" || c === "]" ? null : this.node();
-  }
-
-  #sep(close: string): void {
-    this.ws();
-    const c = this.#s[this.#i];
-    if (c === ",") this.#i++;
-    else if (c !== close) fail(this.#n, `expected , or ${close} in a flow collection`);
-  }
-}
-
-function define(o: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }

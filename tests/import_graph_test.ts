@@ -93,6 +93,9 @@ function allowed(from: string, to: string): boolean {
       "rpc/log.ts",
       "rpc/version.ts",
       "rpc/duration.ts",
+  "rpc/yaml.ts",
+  "rpc/_yaml_scalar.ts",
+  "rpc/_yaml_flow.ts",
       "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
     ].includes(to);
   }
