@@ -8,28 +8,17 @@
  */
 
 import { z } from "zod";
-import { RefusalError } from "../errors.ts";
-import type { Session, TaskEntry } from "../session/mod.ts";
+import type { TaskEntry } from "../session/mod.ts";
 import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
 import { AgentResult, agentResult, agentStatus, AgentStatusFields } from "./agent_result.ts";
 import { delegateTools } from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
 import { commandData } from "../delegate/ask_prompt.ts";
 import { Answer, prepareAsk } from "./_ask.ts";
+import { known } from "./_agent_common.ts";
 
 /** The longest wait (§2). */
 export const MAX_WAIT_SECONDS = 300;
-
-function known(s: Session, id: string): TaskEntry {
-  const t = s.tasks.get(id);
-  if (!t) {
-    throw new RefusalError(
-      "not_found",
-      `this session has no task "${id}" (list_instances shows its tasks)`,
-    );
-  }
-  return t;
-}
 
 const status = tool({
   name: "task_status",

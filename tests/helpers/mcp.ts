@@ -154,3 +154,14 @@ export function refusal(r: Record<string, unknown>): string | undefined {
   if (!r.isError) return undefined;
   return ((r._meta as Record<string, Record<string, string>>)["dev.incusspawn/error"]!).code;
 }
+
+/** Waits (`task_status` with `wait_seconds`, up to 8 minutes) until a task is no longer `running`. */
+export async function settle(client: Client, task: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 4; i++) {
+    const r = await call(client, "task_status", { task_id: task, wait_seconds: 120 });
+    assert.equal(refusal(r), undefined, (r.content as { text: string }[])[0]?.text);
+    const st = r.structuredContent as Record<string, unknown>;
+    if (st.state !== "running") return st;
+  }
+  throw new Error(`task ${task} still running`);
+}

@@ -14,9 +14,8 @@
  */
 
 import assert from "node:assert/strict";
-import type { Client } from "@modelcontextprotocol/client";
 import { NO_INCUS } from "../helpers/live.ts";
-import { call, connect, makeHome, refusal } from "../helpers/mcp.ts";
+import { call, connect, makeHome, refusal, settle } from "../helpers/mcp.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
 import type { MockRequest } from "../fakes/mock_model.ts";
 import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
@@ -58,16 +57,6 @@ function fenced(prompt: string): string {
 /** A question that would run commands if it ever reached a shell unquoted. */
 const QUESTION = "$(touch /home/agentuser/q-pwned) `touch /home/agentuser/q-pwned` " +
   "'; touch /home/agentuser/q-pwned; ' Did the build pass?";
-
-async function finish(c: Client, task: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 4; i++) {
-    const r = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
-    assert.equal(refusal(r), undefined, text(r));
-    const st = sc(r);
-    if (st.state !== "running") return st;
-  }
-  throw new Error(`task ${task} still running`);
-}
 
 Deno.test({
   name: "isx mcp ask: the summary agent answers about exec, task_result and get_diff output",
@@ -225,7 +214,7 @@ Deno.test({
           }),
         );
         const task = String(bg.task_id);
-        await finish(c, task);
+        await settle(c, task);
         let r: Record<string, unknown> = {};
         const m = await oneCall(async () => {
           r = await call(c, "task_result", { task_id: task, ask: "What failed?" });
@@ -253,7 +242,7 @@ Deno.test({
         });
         assert.equal(refusal(r), undefined, text(r));
         const task = String(sc(r).task_id);
-        assert.equal((await finish(c, task)).exit_code, 0);
+        assert.equal((await settle(c, task)).exit_code, 0);
         let res: Record<string, unknown> = {};
         const m1 = await oneCall(async () => {
           res = await call(c, "task_result", { task_id: task, ask: "What did the agent do?" });

@@ -13,11 +13,18 @@
  */
 
 import assert from "node:assert/strict";
-import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
-import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
+import {
+  call,
+  checkResult,
+  connect,
+  makeHome,
+  mcpCommand,
+  refusal,
+  settle,
+} from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
 
@@ -31,16 +38,6 @@ if (!NO_INCUS && WANTED && !HAVE) {
 }
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
-
-async function finish(c: Client, task: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 4; i++) {
-    const r = await call(c, "task_status", { task_id: task, wait_seconds: 120 });
-    assert.equal(refusal(r), undefined, text(r));
-    const st = sc(r);
-    if (st.state !== "running") return st;
-  }
-  throw new Error(`task ${task} still running`);
-}
 
 Deno.test({
   name: "isx mcp delegates to real agents: write, report, diff, continue, cancel",
@@ -142,7 +139,7 @@ Deno.test({
             assert.equal(d.agent, agent);
             const again = await call(c, "delegate", { instance, instruction: "another" });
             assert.equal(refusal(again), "wrong_state", text(again));
-            const st = await finish(c, task);
+            const st = await settle(c, task);
             assert.equal(st.state, "finished", JSON.stringify(st));
             assert.equal(st.agent, agent);
             assert.ok((st.assistant_messages as number) >= 1, JSON.stringify(st));
@@ -188,7 +185,7 @@ Deno.test({
           });
           assert.equal(refusal(r), undefined, text(r));
           assert.equal(sc(r).run, 2);
-          const st = await finish(c, task);
+          const st = await settle(c, task);
           assert.equal(st.state, "finished");
           assert.equal(st.run, 2);
           const rr = sc(await call(c, "task_result", { task_id: task }));
@@ -214,7 +211,7 @@ Deno.test({
           assert.equal(refusal(r), undefined, text(r));
           assert.equal(sc(r).model, "claude-haiku-4-5");
           const task = String(sc(r).task_id);
-          assert.equal((await finish(c, task)).exit_code, 0);
+          assert.equal((await settle(c, task)).exit_code, 0);
           const calls = mock.modelCalls().slice(before);
           assert.ok(
             calls[0]!.body.includes("Reply with the single word OK"),
@@ -224,7 +221,7 @@ Deno.test({
           const n = mock.modelCalls().length;
           const again = await call(c, "send_message", { task_id: task, message: "More" });
           assert.equal(sc(again).model, "claude-haiku-4-5", "the override persists");
-          await finish(c, task);
+          await settle(c, task);
           assert.ok(
             mock.modelCalls().slice(n).every((m) => m.json?.model === "claude-haiku-4-5"),
             "run 2 kept the model",
@@ -251,7 +248,7 @@ Deno.test({
         assert.ok(mock.modelCalls().length > before, "the agent was in a model call");
         await call(c, "cancel_task", { task_id: task });
         mock.clearQueue();
-        const st = await finish(c, task);
+        const st = await settle(c, task);
         assert.equal(st.state, "finished");
         assert.equal(st.exit_code, 143);
         assert.deepEqual(await lab!.taskProcesses(task), [], "nothing of the task runs");
@@ -278,7 +275,7 @@ Deno.test({
           }
           await call(c, "cancel_task", { task_id: task });
           mock.clearQueue();
-          assert.equal((await finish(c, task)).state, "finished");
+          assert.equal((await settle(c, task)).state, "finished");
           const again = await call(c, "send_message", { task_id: task, message: "Continue" });
           assert.equal(refusal(again), "wrong_state", text(again));
           assert.match(text(again), /Pi/);
