@@ -93,9 +93,6 @@ function allowed(from: string, to: string): boolean {
       "rpc/log.ts",
       "rpc/version.ts",
       "rpc/duration.ts",
-  "rpc/yaml.ts",
-  "rpc/_yaml_scalar.ts",
-  "rpc/_yaml_flow.ts",
       "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
     ].includes(to);
   }
@@ -189,6 +186,9 @@ Deno.test("only main.ts and cli/ touch the process's stdio and exit", () => {
 const PURE = [
   "rpc/jsonl.ts",
   "rpc/duration.ts",
+  "rpc/yaml.ts",
+  "rpc/_yaml_scalar.ts",
+  "rpc/_yaml_flow.ts",
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
   "rpc/sandbox/plan/plan.ts",
