@@ -6,7 +6,9 @@
  * The agents are pointed at the test names (Claude by ANTHROPIC_BASE_URL, Pi, opencode and
  * Codex by their config files), hold only the template's placeholders, and the proxy puts
  * the "real" keys below on the way out. Runs the runner as the guest would: `deno run` of
- * guest/agents/main.ts, pushed as it is, under the grants of agentRunnerArgv.
+ * guest/agents/main.ts, pushed as it is, under the grants of agentRunnerArgv. The proxy's
+ * setup is `_agents_proxy.ts`, the agents' configuration `_agents_config.ts`, the
+ * template's `_agents_template.ts`.
  *
  * @module
  */
@@ -15,10 +17,9 @@ import { equal } from "node:assert/strict";
 import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
 import { branchInstance, execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
 import { loadCa } from "../../proxy/tls/ca.ts";
-import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
-import { parseCredentials } from "../../proxy/config/credentials.ts";
+import type { ClientRegistry } from "../../proxy/callers/clients.ts";
 import { applyDns, bridgeGateway } from "../../proxy/host/dns.ts";
-import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
+import { parseActivity } from "../../proxy/mod.ts";
 import {
   AGENT_RUNNER_FILES,
   type AgentEvent,
@@ -32,16 +33,17 @@ import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
 import { startMockOpenAI } from "../fakes/mock_openai.ts";
 import type { MockServer } from "../fakes/mock_model.ts";
 import { LIVE_SOCKET, removeInstance, testName } from "./live.ts";
-import { IsxHome } from "../templates_env.ts";
+import { AGENTS_TEMPLATE } from "./_agents_template.ts";
+import { type LabProxy, startLabProxy } from "./_agents_proxy.ts";
+import { configureAgents } from "./_agents_config.ts";
+
+export { AGENTS_TEMPLATE, ensureTemplate, haveTemplate } from "./_agents_template.ts";
 
 /** The "real" keys the proxy holds; no guest may ever see them. */
 export const REAL = {
   anthropic: "sk-ant-api03-RUNNERS-REAL-0123456789abcdef",
   openai: "sk-proj-RUNNERS-REAL-0123456789abcdef",
 } as const;
-
-/** The template the lab copies. */
-export const AGENTS_TEMPLATE = Deno.env.get("ISX_TEST_AGENTS_TEMPLATE") || "tpl-agents";
 
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
 const SCRIPTS = "/opt/isx-runner";
@@ -64,43 +66,6 @@ export interface LabRun {
   session?: string;
 }
 
-/** True when the template the lab copies exists. */
-export async function haveTemplate(): Promise<boolean> {
-  const c = createIncusClient({ socket: LIVE_SOCKET });
-  try {
-    await c.getInstance(AGENTS_TEMPLATE);
-    return true;
-  } catch (e) {
-    if (isNotFound(e)) return false;
-    throw e;
-  } finally {
-    c.close();
-  }
-}
-
-/**
- * Builds the template when it is missing (`isx build tpl-agents` in a throw-away isx home,
- * npm packages through the shared test cache), under a lock so parallel runs build it once.
- * The template stays: it is the one every later run copies.
- */
-export async function ensureTemplate(): Promise<void> {
-  if (await haveTemplate()) return;
-  const lock = await Deno.open("/tmp/isx-tpl-agents.lock", { create: true, write: true });
-  try {
-    await lock.lock(true);
-    if (await haveTemplate()) return;
-    const cache = Deno.env.get("ISX_TEST_CACHE") ??
-      `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
-    await using home = new IsxHome({ cacheDir: cache });
-    const init = await home.isx(["init", "--yes"]);
-    equal(init.code, 0, init.stdout + init.stderr);
-    const r = await home.isx(["build", "-q", AGENTS_TEMPLATE], { timeoutMs: 1_800_000 });
-    equal(r.code, 0, `isx build ${AGENTS_TEMPLATE}: ${r.stdout}${r.stderr}`);
-  } finally {
-    lock.close();
-  }
-}
-
 /** The lab: open() it, use it, dispose it. */
 export class AgentsLab implements AsyncDisposable {
   readonly incus: IncusClient;
@@ -116,7 +81,7 @@ export class AgentsLab implements AsyncDisposable {
   };
   #tmp = Deno.makeTempDirSync({ prefix: "isx-runners-" });
   #registry: ClientRegistry | undefined;
-  #proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
+  #proxy: LabProxy["proxy"] | undefined;
   #gateway = "";
   #created = false;
   tlsPort = 0;
@@ -145,33 +110,16 @@ export class AgentsLab implements AsyncDisposable {
   async #open(): Promise<void> {
     this.#gateway = (await bridgeGateway(this.incus, BRIDGE))!;
     const ca = await loadCa(`${this.#tmp}/ca`);
-    const policy = new Policy(
-      parseCredentials(
-        `anthropic: { accounts: { main: { api_key: ${REAL.anthropic} } } }\n` +
-          `openai: { accounts: { main: { api_key: ${REAL.openai} } } }\n`,
-      ),
-      { hosts: { anthropic: [this.domains.anthropic], openai: [this.domains.openai] } },
-    );
-    this.#registry = new ClientRegistry(incusSource(this.incus), {
-      now: Date.now,
-      minRefreshMs: 200,
-    });
-    await this.#registry.start();
-    this.#proxy = await startProxy({
-      listen: {
-        tls: { hostname: this.#gateway, port: 0 },
-        forward: { hostname: this.#gateway, port: 0 },
-        health: [{ hostname: "127.0.0.1", port: 0 }],
-      },
-      policy,
+    const lp = await startLabProxy({
+      incus: this.incus,
+      gateway: this.#gateway,
       ca,
-      clients: this.#registry,
-      upstreamOverrides: {
-        [this.domains.anthropic]: this.anthropic.origin,
-        [this.domains.openai]: this.openai.origin,
-      },
-      allowLoopbackTargets: true,
+      keys: REAL,
+      domains: this.domains,
+      upstreams: { anthropic: this.anthropic.origin, openai: this.openai.origin },
     });
+    this.#registry = lp.registry;
+    this.#proxy = lp.proxy;
     this.tlsPort = this.#proxy.addrs.tls.port;
     await applyDns(this.incus, BRIDGE, {
       // only the two test names: never redirect a real host for the bridge's other guests
@@ -242,36 +190,15 @@ export class AgentsLab implements AsyncDisposable {
   }
 
   async #configure(): Promise<void> {
-    const a = `https://${this.domains.anthropic}:${this.tlsPort}`;
-    const o = `https://${this.domains.openai}:${this.tlsPort}/v1`;
-    const h = AGENT.home;
-    await this.user(`mkdir -p ${h}/.codex ${h}/.pi/agent ${h}/.config/opencode`);
-    // the tasks' working directory: a repository, so get_diff has something to compare
-    const git = await this.user(
-      `mkdir -p ${PROJECT} && cd ${PROJECT} && git init -q && echo base > README && git add . && ` +
-        `git -c user.name=t -c user.email=t@t commit -qm base`,
-    );
-    equal(git.exitCode, 0, git.stderr);
-    await this.#push(
-      `${h}/.codex/config.toml`,
-      `model = "gpt-5.5"\nmodel_provider = "isxtest"\ncheck_for_update_on_startup = false\n` +
-        `[analytics]\nenabled = false\n[features]\nplugins = false\n` +
-        `[model_providers.isxtest]\nname = "isxtest"\nbase_url = "${o}"\n` +
-        `env_key = "OPENAI_API_KEY"\nwire_api = "responses"\nsupports_websockets = true\n`,
-    );
-    await this.#push(
-      `${h}/.pi/agent/models.json`,
-      JSON.stringify({ providers: { anthropic: { baseUrl: a } } }) + "\n",
-    );
-    let oc: Record<string, unknown> = {};
-    try {
-      const f = await this.incus.pullFile(this.name, `${h}/.config/opencode/opencode.json`);
-      oc = JSON.parse(new TextDecoder().decode(f.data));
-    } catch { /* the template may have none */ }
-    oc.autoupdate = false;
-    oc.model ??= "anthropic/claude-sonnet-4-6";
-    oc.provider = { anthropic: { options: { baseURL: `${a}/v1` } } };
-    await this.#push(`${h}/.config/opencode/opencode.json`, JSON.stringify(oc, null, 2) + "\n");
+    await configureAgents({
+      home: AGENT.home,
+      project: PROJECT,
+      anthropic: `https://${this.domains.anthropic}:${this.tlsPort}`,
+      openai: `https://${this.domains.openai}:${this.tlsPort}/v1`,
+      user: (script) => this.user(script),
+      push: (path, text) => this.#push(path, text),
+      pull: async (path) => (await this.incus.pullFile(this.name, path)).data,
+    });
   }
 
   /** The environment a run gets: the template's placeholders, no forward proxy. */

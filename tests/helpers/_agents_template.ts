@@ -1,0 +1,53 @@
+/**
+ * The `tpl-agents` template the agents lab (agents_lab.ts) copies: whether it is there, and
+ * building it once when it is not (the live tests that need it call one or the other).
+ * Apart from the lab because it is about the image, built by `isx build` in a throw-away
+ * isx home, not about one lab's instance, proxy and mocks.
+ *
+ * @module
+ */
+
+import { equal } from "node:assert/strict";
+import { createIncusClient, isNotFound } from "../../rpc/mod.ts";
+import { LIVE_SOCKET } from "./live.ts";
+import { IsxHome } from "../templates_env.ts";
+
+/** The template the lab copies. */
+export const AGENTS_TEMPLATE = Deno.env.get("ISX_TEST_AGENTS_TEMPLATE") || "tpl-agents";
+
+/** True when the template the lab copies exists. */
+export async function haveTemplate(): Promise<boolean> {
+  const c = createIncusClient({ socket: LIVE_SOCKET });
+  try {
+    await c.getInstance(AGENTS_TEMPLATE);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  } finally {
+    c.close();
+  }
+}
+
+/**
+ * Builds the template when it is missing (`isx build tpl-agents` in a throw-away isx home,
+ * npm packages through the shared test cache), under a lock so parallel runs build it once.
+ * The template stays: it is the one every later run copies.
+ */
+export async function ensureTemplate(): Promise<void> {
+  if (await haveTemplate()) return;
+  const lock = await Deno.open("/tmp/isx-tpl-agents.lock", { create: true, write: true });
+  try {
+    await lock.lock(true);
+    if (await haveTemplate()) return;
+    const cache = Deno.env.get("ISX_TEST_CACHE") ??
+      `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
+    await using home = new IsxHome({ cacheDir: cache });
+    const init = await home.isx(["init", "--yes"]);
+    equal(init.code, 0, init.stdout + init.stderr);
+    const r = await home.isx(["build", "-q", AGENTS_TEMPLATE], { timeoutMs: 1_800_000 });
+    equal(r.code, 0, `isx build ${AGENTS_TEMPLATE}: ${r.stdout}${r.stderr}`);
+  } finally {
+    lock.close();
+  }
+}
