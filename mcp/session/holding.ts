@@ -7,6 +7,8 @@
  * @module
  */
 
+import { RefusalError } from "../errors.ts";
+
 /** The MCP stamps (prefix-less; see mcp/host/stamps.ts). */
 export const MCP_STAMP = {
   owner: "mcp-owner",
@@ -55,6 +57,46 @@ export function standing(
     pid: s[MCP_STAMP.clientPid] ?? "",
     cwd: s[MCP_STAMP.cwd] ?? "",
   };
+}
+
+/**
+ * Whether a session may act on instance `name` given its standing and whether the session's
+ * registry holds it (`heldHere`): undefined when it may, else the refusal, with `lost` when
+ * another session adopted it and the registry must forget it.
+ */
+export function holdRefusal(
+  name: string,
+  st: Standing,
+  heldHere: boolean,
+): { error: RefusalError; lost: boolean } | undefined {
+  if (heldHere && st.kind === "mine") return undefined;
+  const no = (code: "not_held" | "not_found", message: string, lost = false) => ({
+    error: new RefusalError(code, message),
+    lost,
+  });
+  if (heldHere && st.kind !== "kept") {
+    return no(
+      "not_held",
+      `instance "${name}" was adopted by another session; this session no longer holds it`,
+      true,
+    );
+  }
+  if (st.kind === "held_elsewhere") {
+    return no(
+      "not_held",
+      `instance "${name}" is held by another live session (pid ${st.pid}, client ${st.client}, in ${st.cwd}); adopt_instance with force takes it`,
+    );
+  }
+  if (st.kind === "orphan") {
+    return no(
+      "not_found",
+      `this session does not hold instance "${name}"; it is an orphan: adopt_instance takes it`,
+    );
+  }
+  if (st.kind !== "mine" && st.kind !== "kept") {
+    return no("not_found", `this session holds no instance "${name}"`);
+  }
+  return undefined;
 }
 
 /** The stamps a holder writes (creation and adoption), orphan mark and CPU sample cleared. */

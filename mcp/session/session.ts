@@ -17,7 +17,7 @@ import type { McpConfig } from "./config.ts";
 import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, stampConfig } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
-import { MCP_STAMP, type Standing, standing } from "./holding.ts";
+import { holdRefusal, MCP_STAMP, type Standing, standing } from "./holding.ts";
 import { type AuditEntry, auditLine } from "./audit.ts";
 
 /** The task machinery the tools use (an adapter over the guest task engine, mcp/tasks). */
@@ -249,30 +249,10 @@ export class Session {
       this.forget(name, "lost");
       throw new RefusalError("not_found", `instance "${name}" does not exist (any more)`);
     }
-    const st = this.standingOf(inst);
-    if (!this.held.has(name) || st.kind !== "mine") {
-      if (this.held.has(name) && st.kind !== "kept") {
-        this.forget(name, "released");
-        throw new RefusalError(
-          "not_held",
-          `instance "${name}" was adopted by another session; this session no longer holds it`,
-        );
-      }
-      if (st.kind === "held_elsewhere") {
-        throw new RefusalError(
-          "not_held",
-          `instance "${name}" is held by another live session (pid ${st.pid}, client ${st.client}, in ${st.cwd}); adopt_instance with force takes it`,
-        );
-      }
-      if (st.kind === "orphan") {
-        throw new RefusalError(
-          "not_found",
-          `this session does not hold instance "${name}"; it is an orphan: adopt_instance takes it`,
-        );
-      }
-      if (st.kind !== "mine" && st.kind !== "kept") {
-        throw new RefusalError("not_found", `this session holds no instance "${name}"`);
-      }
+    const refused = holdRefusal(name, this.standingOf(inst), this.held.has(name));
+    if (refused) {
+      if (refused.lost) this.forget(name, "released");
+      throw refused.error;
     }
     const pending = readStamps(inst.config)[MCP_STAMP.pendingOp];
     if (pending) {
