@@ -153,7 +153,12 @@ Deno.test({
       await t.step("a tty has the requested size and follows exec.resize", async () => {
         const s = streaming(rpc, {
           name,
-          argv: ["sh", "-c", "stty size; read x; stty size; echo TERM=$TERM"],
+          argv: [
+            "sh",
+            "-c",
+            'stty size; while read x; do s=$(stty size); echo "size $s"; ' +
+            '[ "$s" = "40 120" ] && break; done; echo TERM=$TERM',
+          ],
           tty: true,
           width: 100,
           height: 30,
@@ -161,10 +166,21 @@ Deno.test({
         });
         await s.output("30 100");
         await rpc.ok("exec.resize", { exec: s.id, width: 120, height: 40 });
-        await rpc.ok("exec.write", { exec: s.id, data: b64("\n") });
+        // the resize travels on Incus's control websocket and the newline on stdin's: over a
+        // remote (HTTPS) the newline may reach the guest first, so ask again until it shows
+        const sized = s.output("size 40 120").then(() => true);
+        let shown = false;
+        for (let i = 0; i < 20 && !shown; i++) {
+          await rpc.ok("exec.write", { exec: s.id, data: b64("\n") });
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const later = new Promise<false>((r) => timer = setTimeout(r, 500, false));
+          shown = await Promise.race([sized, later]);
+          clearTimeout(timer);
+        }
+        assert.ok(shown, "the tty never reported the new size 40 120");
         const r = await s.done;
         assert.deepEqual(r.result, { exit_code: 0 });
-        assert.match(streamText(r), /40 120/);
+        assert.match(streamText(r), /size 40 120/);
         assert.match(streamText(r), /TERM=\S+/);
         assert.equal(r.events.filter((e) => e.event === "stderr").length, 0);
       });
