@@ -58,7 +58,7 @@ Options:
       const mine = mcpOwner(Deno.uid() ?? 0, ctx.perm.stateDir);
       const rows = await listIsxInstances(
         client,
-        await currentCa(ctx),
+        currentCa(ctx),
         (session, owner) => owner !== mine || locks.alive(session),
       );
       if (values.json) out(JSON.stringify(rows, null, 2));

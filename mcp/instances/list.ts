@@ -100,13 +100,17 @@ export function toRecord(
  */
 export async function listIsxInstances(
   client: IncusClient,
-  currentCa?: string,
+  currentCa?: string | Promise<string | undefined>,
   alive?: HolderAlive,
 ): Promise<ListRecord[]> {
-  const r = await client.call("GET", "/1.0/instances", { query: { recursion: 2 } });
+  // the CA look-up (the proxy's /health) runs while Incus answers, not before it
+  const [r, ca] = await Promise.all([
+    client.call("GET", "/1.0/instances", { query: { recursion: 2 } }),
+    currentCa,
+  ]);
   const all = (r.kind === "sync" ? r.metadata : []) as (Instance & { state?: InstanceState })[];
   const order = { template: 0, build: 1, instance: 2 };
-  return all.flatMap((i) => toRecord(i, currentCa, alive) ?? [])
+  return all.flatMap((i) => toRecord(i, ca, alive) ?? [])
     .sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
 }
 
