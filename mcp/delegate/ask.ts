@@ -114,8 +114,9 @@ export async function runAsk(
   if (!tasks) throw new RefusalError("unavailable", "the task engine is not available");
   await prepareGuest(s.incus, o.instance, AGENT_USER.home);
   const prompt = askPrompt({ question, data: data.text, fence: fenceFor(data.text, question) });
+  const id = randomToken().slice(0, 16);
   const r = await tasks.foreground(o.instance, {
-    command: askScript(randomToken().slice(0, 16), o.who.agent),
+    command: askScript(id, o.who.agent),
     env: { ISX_ASK_BRIEF: ASK_BRIEF, ...(o.who.model ? { ISX_MODEL: o.who.model } : {}) },
     cwd: AGENT_USER.home,
     stdin: prompt,
@@ -124,6 +125,10 @@ export async function runAsk(
     signal: o.signal,
   });
   const who = `the summary agent (${o.who.agent}${o.who.model ? `, model ${o.who.model}` : ""})`;
+  // a cancel or timeout ends in KILL when the runner outlives TERM by 3 s, and then the
+  // script's EXIT trap never runs: remove its directory from here (best effort; the next
+  // ask sweeps what is an hour old)
+  if (r.cancelled || r.timed_out) await removeAskDir(tasks, o.instance, id);
   if (r.cancelled) {
     throw new RefusalError("unavailable", `ask was cancelled before ${who} answered`);
   }
@@ -144,4 +149,19 @@ export async function runAsk(
     );
   }
   return { text: capAnswer(rep.report), summarised: data.summarised };
+}
+
+/** Removes ask `id`'s scratch directory in the guest (one exec as the agent user; never throws). */
+async function removeAskDir(
+  tasks: NonNullable<Session["deps"]["tasks"]>,
+  instance: string,
+  id: string,
+): Promise<void> {
+  await tasks.foreground(instance, {
+    command: `rm -rf -- ${shQuote(askDir(id))}`,
+    cwd: AGENT_USER.home,
+    timeoutSeconds: 30,
+    outputBytes: 256,
+    signal: new AbortController().signal,
+  }).catch(() => undefined);
 }
