@@ -73,7 +73,7 @@ function allowed(from: string, to: string): boolean {
       "mcp/tool_rules.ts", // what `isx proxy run` needs of mcp/, without the layer (issue 11)
       // `isx mcp` and the instance commands take only the parts they use (issue 11: start-up)
       "mcp/host/mod.ts",
-      "mcp/host/config.ts", // these four: `isx list` (cli/list.ts), without the rest of mcp/
+      "mcp/host/config.ts", // these five: `isx list` (cli/list.ts), without the rest of mcp/
       "mcp/host/guest.ts",
       "mcp/host/proxy_check.ts",
       "mcp/host/session_locks.ts", // `isx list`: a killed server's instances show as orphaned

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { log } from "../../rpc/base.ts";
+import { log, sha256Hex } from "../../rpc/base.ts";
 import type { ModelProvider } from "../activity/activity.ts";
 import { type Caller, type CallerLookup, normalizeAddress } from "./clients.ts";
 import type { ActivityCounter, ModelCall, TrafficCall } from "../activity/counter.ts";
@@ -68,15 +68,13 @@ export interface InterceptDeps {
   limits?: ProxyLimits;
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** True when a presented instance secret belongs to this caller (constant-time compare). */
-export async function secretMatches(caller: Caller, presented: string): Promise<boolean> {
+/**
+ * True when a presented instance secret belongs to this caller (constant-time compare of the
+ * same digest `mcp/instances/secret.ts` stamps).
+ */
+export function secretMatches(caller: Caller, presented: string): boolean {
   if (!caller.secretSha256) return false;
-  return constantTimeEqual(await sha256Hex(presented.trim()), caller.secretSha256);
+  return constantTimeEqual(sha256Hex(presented.trim()), caller.secretSha256);
 }
 
 /**
@@ -155,7 +153,7 @@ export async function admit(
     return answer(421, `"${host}" is not intercepted here`);
   }
   const presented = req.headers.get(INSTANCE_SECRET_HEADER);
-  if (presented !== null && !(await secretMatches(caller, presented))) {
+  if (presented !== null && !secretMatches(caller, presented)) {
     return answer(403, "the instance secret does not belong to the calling instance");
   }
   const path = req.pathAndQuery.split("?")[0]!;
