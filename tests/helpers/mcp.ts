@@ -165,3 +165,15 @@ export async function settle(client: Client, task: string): Promise<Record<strin
   }
   throw new Error(`task ${task} still running`);
 }
+
+/** `list_templates`' entry for `template` (the call is checked against the golden file). */
+export async function templateEntry(
+  client: Client,
+  template: string,
+): Promise<Record<string, unknown>> {
+  const r = await call(client, "list_templates");
+  const all = (r.structuredContent as { templates: Record<string, unknown>[] }).templates;
+  const t = all.find((x) => x.template === template);
+  assert.ok(t, `list_templates has no ${template}`);
+  return t;
+}

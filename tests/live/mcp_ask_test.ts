@@ -15,7 +15,7 @@
 
 import assert from "node:assert/strict";
 import { NO_INCUS } from "../helpers/live.ts";
-import { call, connect, makeHome, refusal, settle } from "../helpers/mcp.ts";
+import { call, connect, makeHome, refusal, settle, templateEntry } from "../helpers/mcp.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
 import type { MockRequest } from "../fakes/mock_model.ts";
 import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
@@ -67,10 +67,7 @@ Deno.test({
     let lab: AgentsLab | undefined;
     let instance = "";
     try {
-      const lt = sc(await call(c, "list_templates"));
-      const tpl = (lt.templates as Record<string, unknown>[]).find((x) =>
-        x.template === AGENTS_TEMPLATE
-      )!;
+      const tpl = await templateEntry(c, AGENTS_TEMPLATE);
       assert.equal(tpl.supports_ask, true);
       assert.equal(tpl.summary_agent, "claude");
 
@@ -277,10 +274,7 @@ Deno.test({
             `${h.configDir}/templates/${AGENTS_TEMPLATE}.yaml`,
             `${BUILTIN_TEMPLATES[AGENTS_TEMPLATE]}summary_agent: ${agent}\n`,
           );
-          const lt = sc(await call(c, "list_templates"));
-          const tpl = (lt.templates as Record<string, unknown>[]).find((x) =>
-            x.template === AGENTS_TEMPLATE
-          )!;
+          const tpl = await templateEntry(c, AGENTS_TEMPLATE);
           assert.equal(tpl.stale, false, "no rebuild needed");
           assert.deepEqual([tpl.supports_ask, tpl.summary_agent], [true, agent]);
           const m = agent === "codex" ? lab!.openai : mock;

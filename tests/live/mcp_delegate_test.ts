@@ -24,6 +24,7 @@ import {
   mcpCommand,
   refusal,
   settle,
+  templateEntry,
 } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
@@ -48,10 +49,7 @@ Deno.test({
     let lab: AgentsLab | undefined;
     let instance = "";
     try {
-      const lt = sc(await call(c, "list_templates"));
-      const tpl = (lt.templates as Record<string, unknown>[]).find((x) =>
-        x.template === AGENTS_TEMPLATE
-      )!;
+      const tpl = await templateEntry(c, AGENTS_TEMPLATE);
       assert.equal(tpl.supports_delegate, true);
       assert.equal(tpl.default_delegate_agent, "claude");
       const agents = tpl.delegate_agents as Record<string, unknown>[];
