@@ -162,6 +162,9 @@ export async function execCapture(
   const { stdin, timeoutMs, ...rest } = opts;
   const s = await execStart(conn, name, { command: argv, ...rest });
   const outputs = Promise.all([collect(s.stdout), collect(s.stderr)]);
+  // awaited below, but it can reject (a socket reset as the instance stops) while the exit
+  // is still awaited: handled from the start, or the process sees an unhandled rejection
+  outputs.catch(() => {});
   void feed(s, stdin);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let killed = false;

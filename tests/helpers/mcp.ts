@@ -89,13 +89,26 @@ export async function connect(
     args,
     env,
     cwd: home.dir,
-    stderr: "inherit",
+    stderr: "pipe",
+  });
+  // the server's log goes on to ours; a rejection nothing handled (which the server survives
+  // and logs) fails the test at close
+  const stray: string[] = [];
+  transport.stderr?.on("data", (chunk: Uint8Array) => {
+    Deno.stderr.writeSync(chunk);
+    const text = new TextDecoder().decode(chunk);
+    if (text.includes("unhandled rejection")) stray.push(text.trim());
   });
   const client = new Client({ name: "isx-test", version: "1.0.0" }, {
     capabilities: opts.experimental ? { experimental: { "isx/task_changed": {} } } : {},
     versionNegotiation: { mode: mode === "legacy" ? "legacy" : { pin: "2026-07-28" } },
   });
   await client.connect(transport);
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    if (stray.length) throw new Error(`isx mcp logged an unhandled rejection:\n${stray.join("\n")}`);
+  };
   return client;
 }
 
