@@ -8,7 +8,8 @@
  * 2. exec of `true` through the `exec` tool against `incus exec NAME -- true` (target:
  *    faster) and the raw REST exec (POST with recorded output, wait; target ≤ 1.3x),
  *    interleaved per iteration so host noise hits all alike; with the tool's parts timed in
- *    the same rounds: the instance read of its holding check, the foreground engine alone
+ *    the same rounds: the instance read of its holding check (which the tool overlaps with the
+ *    exec's start), the foreground engine alone
  *    (websocket exec of the guest wrapper, no MCP), a bare websocket exec of `true`;
  * 3. `create_instance` to a usable instance against `isx branch` (target ≤ 1.1x).
  *
@@ -238,7 +239,9 @@ async function execs(s: ReturnType<typeof server>): Promise<void> {
   );
   console.log(
     `  parts: instance read ${fmt(m.read!)}, foreground engine (no MCP) ${fmt(m.engine!)}, ` +
-      `websocket exec of true ${fmt(m.ws!)}; MCP layer ≈ ${fmt(m.tool! - m.engine! - m.read!)}`,
+      `websocket exec of true ${fmt(m.ws!)}; MCP layer ≈ ${
+        fmt(m.tool! - m.engine!)
+      } (the instance read overlaps the exec's start)`,
   );
 }
 

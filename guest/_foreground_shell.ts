@@ -19,15 +19,17 @@ function sh(s: TemplateStringsArray): string {
  * makes the session a cancel kills, `setpriv` drops straight to USER with its groups and a
  * reset environment (where `su -` ran a PAM stack and a wrapper forked `base64`, `id` and
  * `install`: ~20 ms per call on a loaded 2-core host), `timeout` when one is set, then
- * USER's login shell runs {@link FOREGROUND_SH} and SCRIPT (the host's single-quoting
- * `foregroundScript`, which ends by exec'ing `bash -c COMMAND`). USER's primary group
- * carries its name, as the templates make it (`useradd -U`).
+ * USER's login shell runs {@link FOREGROUND_LINE}: {@link FOREGROUND_SH} then SETUP (the
+ * host's single-quoted exports), then COMMAND in that same login shell, as `su - USER -c`
+ * runs it (no second bash). USER's primary group carries its name, as the templates make it
+ * (`useradd -U`). The shell's `$0` is `bash`, as under `bash -c`.
  */
 export function foregroundArgv(
   user: string,
   name: string,
   timeout: string,
-  script: string,
+  setup: string,
+  command: string,
 ): string[] {
   return [
     "setsid",
@@ -41,21 +43,37 @@ export function foregroundArgv(
     "bash",
     "-l",
     "-c",
-    FOREGROUND_SH + script,
-    "isx",
+    FOREGROUND_LINE,
+    "bash",
     name,
+    FOREGROUND_SH + setup,
+    command,
   ];
 }
 
 /**
- * The login shell's first lines, as the user: the session's id goes to
- * `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or link)
- * for the kill script. The file outlives the run (removing it would cost a process per
- * call); once more than 64 pile up, one `rm` takes those whose session
- * has no leader left. Builtins only on the common path; its variables (`_isx_*`) are gone
- * before SCRIPT runs.
+ * The login shell's whole `-c` text, one line: `$2` (FOREGROUND_SH and the exports) runs,
+ * then the command (`$3`) in the same shell with no positional parameters. Both are
+ * arguments, never spliced into this line; the command's text is parsed by `eval` exactly
+ * once, as `bash -c` would parse it, and being on line 1 its error messages carry the
+ * command's own line numbers.
  */
-export const FOREGROUND_SH: string = sh`_isx_d=$HOME/.isx-mcp/run
+export const FOREGROUND_LINE = 'eval "$2"; eval "set --; $3"';
+
+/**
+ * The login shell's first lines, as the user. First the gate: the working directory arrives
+ * on stdin, ended by NUL (bash reads a pipe a byte at a time, so the command's stdin stays
+ * whole behind it). The host starts this exec while it still checks that it holds the
+ * instance, and sends the directory only once the check passed; end of input instead (a
+ * refused call) ends the shell before anything is written or run. Then the session's id goes
+ * to `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or
+ * link) for the kill script. The file outlives the run (removing it would cost a process per
+ * call); once more than 64 pile up, one `rm` takes those whose session has no leader left.
+ * Then `cd` (empty: home; relative: under home), 125 when it fails. Builtins only on the
+ * common path; its variables (`_isx_*`) are gone before the exports and the command.
+ */
+export const FOREGROUND_SH: string = sh`IFS= read -r -d '' _isx_c || exit 0
+_isx_d=$HOME/.isx-mcp/run
 [ -d "$_isx_d" ] || ( umask 077 && exec mkdir -p -- "$_isx_d" ) || { echo "isx: cannot make $_isx_d" >&2; exit 1; }
 read -r _isx_l </proc/$$/stat; read -r -a _isx_a <<<"$%{_isx_l##*) }"; _isx_p=$_isx_d/$1.pid
 set -C; { printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; } 2>/dev/null || { rm -f -- "$_isx_p"; printf '%s\n' "$%{_isx_a[3]}" >"$_isx_p"; }; set +C
@@ -65,7 +83,8 @@ if [ $%{#_isx_f[@]} -gt 64 ]; then _isx_o=()
     case $_isx_y in ''|*[!0-9]*) _isx_o+=("$_isx_x");; *) [ -e "/proc/$_isx_y" ] || _isx_o+=("$_isx_x");; esac; done
   [ $%{#_isx_o[@]} -eq 0 ] || rm -f -- "$%{_isx_o[@]}"
 fi
-unset _isx_d _isx_l _isx_a _isx_p _isx_f _isx_x _isx_y _isx_o
+case $_isx_c in '') cd;; /*) cd -- "$_isx_c";; *) cd -- "$HOME/$_isx_c";; esac || exit 125
+unset _isx_c _isx_d _isx_l _isx_a _isx_p _isx_f _isx_x _isx_y _isx_o
 `;
 
 /** Kill a foreground command's whole session: `isx USER NAME`; TERM, 3 s, KILL. */

@@ -1,18 +1,102 @@
 import assert from "node:assert/strict";
-import { FOREGROUND_SH, foregroundArgv } from "./_foreground_shell.ts";
+import { FOREGROUND_LINE, FOREGROUND_SH, foregroundArgv } from "./_foreground_shell.ts";
 
-/** Runs FOREGROUND_SH then `tail` with HOME=home in a new session of the host's bash. */
-async function login(home: string, name: string, tail: string) {
-  const out = await new Deno.Command("setsid", {
-    args: ["-w", "bash", "-c", FOREGROUND_SH + tail, "isx", name],
+/**
+ * Runs the login shell's line as foregroundArgv has it (FOREGROUND_SH + `setup`, then
+ * `command`) with HOME=home in a new session of the host's bash; `stdin` is what the host
+ * sends (the gate, then the command's stdin); absent: the directory "" (home).
+ */
+async function login(
+  home: string,
+  name: string,
+  command: string,
+  o: { stdin?: string; setup?: string } = {},
+) {
+  const p = new Deno.Command("setsid", {
+    args: [
+      "-w",
+      "bash",
+      "-c",
+      FOREGROUND_LINE,
+      "bash",
+      name,
+      FOREGROUND_SH + (o.setup ?? ""),
+      command,
+    ],
     env: { HOME: home, PATH: "/usr/bin:/bin" },
     clearEnv: true,
+    stdin: "piped",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+  const w = p.stdin.getWriter();
+  await w.write(new TextEncoder().encode(o.stdin ?? "\0")).catch(() => {});
+  await w.close().catch(() => {});
+  const out = await p.output();
   const dec = new TextDecoder();
   return { code: out.code, out: dec.decode(out.stdout), err: dec.decode(out.stderr) };
 }
+
+Deno.test("FOREGROUND_SH: end of input before the gate writes and runs nothing", async () => {
+  const home = await Deno.makeTempDir();
+  try {
+    for (const stdin of ["", "/tmp"]) { // nothing, or a directory without its NUL
+      const r = await login(home, "exec-1-0", `touch ${home}/ran`, { stdin });
+      assert.equal(r.code, 0, r.err);
+      assert.deepEqual([...Deno.readDirSync(home)], []); // no pid file, no command
+    }
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("FOREGROUND_SH: the gate's directory, then the command's stdin whole, as bash -c", async () => {
+  const home = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${home}/sub`);
+    const data = "line 1\n\0binary\nno newline";
+    const r = await login(home, "exec-1-5", 'pwd; echo "$0 $#"; cat', {
+      stdin: `${home}/sub\0${data}`,
+    });
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, `${home}/sub\nbash 0\n${data}`);
+    // relative: under home; empty: home
+    assert.equal((await login(home, "exec-1-6", "pwd", { stdin: "sub\0" })).out, `${home}/sub\n`);
+    assert.equal((await login(home, "exec-1-7", "pwd")).out, `${home}\n`);
+    // the command's own line numbers, as `bash -c` gives them
+    const e = await login(home, "exec-1-8", "true\nno_such_cmd_x\nexit 4");
+    assert.equal(e.code, 4);
+    assert.match(e.err, /^bash: line 2: no_such_cmd_x: command not found$/m);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("FOREGROUND_SH: hostile directories and env values are data; a missing cwd is 125", async () => {
+  const home = await Deno.makeTempDir();
+  const HOSTILE = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", "a'b\"c\\d$HOME\n!x"];
+  try {
+    for (const v of HOSTILE) {
+      const dir = `${home}/${v.replaceAll("/", "_")}`;
+      await Deno.mkdir(dir);
+      const setup = `export V='${v.replaceAll("'", "'\\''")}'\n`;
+      const r = await login(home, "exec-2-0", 'printf "%s|" "$V"; pwd', {
+        stdin: `${dir}\0`,
+        setup,
+      });
+      assert.equal(r.code, 0, r.err);
+      assert.equal(r.out, `${v}|${dir}\n`);
+      const gone = await login(home, "exec-2-1", "touch ran", { stdin: `${dir}/none/${v}\0` });
+      assert.equal(gone.code, 125);
+    }
+    const left = [...Deno.readDirSync(home)].flatMap((e) =>
+      e.isDirectory ? [...Deno.readDirSync(`${home}/${e.name}`)].map((f) => f.name) : [e.name]
+    );
+    assert.ok(!left.includes("pwned") && !left.includes("ran"), left.join(","));
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
 
 Deno.test("FOREGROUND_SH records the session id and leaves the command a clean shell", async () => {
   const home = await Deno.makeTempDir();
@@ -69,8 +153,8 @@ Deno.test("FOREGROUND_SH sweeps the pid files of ended sessions past 64, keeps l
   }
 });
 
-Deno.test("foregroundArgv: setsid, setpriv to the user, timeout only when set, the name last", () => {
-  const a = foregroundArgv("agentuser", "exec-1-3", "", "exec bash -c 'true'\n");
+Deno.test("foregroundArgv: setsid, setpriv to the user, timeout only when set, the parts last", () => {
+  const a = foregroundArgv("agentuser", "exec-1-3", "", "export A='1'\n", "true");
   assert.deepEqual(a.slice(0, 7), [
     "setsid",
     "-w",
@@ -80,9 +164,8 @@ Deno.test("foregroundArgv: setsid, setpriv to the user, timeout only when set, t
     "--init-groups",
     "--reset-env",
   ]);
-  assert.deepEqual(a.slice(7, 10), ["bash", "-l", "-c"]);
-  assert.equal(a[10], FOREGROUND_SH + "exec bash -c 'true'\n");
-  assert.deepEqual(a.slice(11), ["isx", "exec-1-3"]);
-  const t = foregroundArgv("agentuser", "exec-1-4", "2.5", "true\n");
+  assert.deepEqual(a.slice(7, 11), ["bash", "-l", "-c", FOREGROUND_LINE]);
+  assert.deepEqual(a.slice(11), ["bash", "exec-1-3", FOREGROUND_SH + "export A='1'\n", "true"]);
+  const t = foregroundArgv("agentuser", "exec-1-4", "2.5", "", "true");
   assert.deepEqual(t.slice(7, 11), ["timeout", "-k", "10s", "2.5s"]);
 });

@@ -22,11 +22,15 @@ import { type AuditEntry, auditLine } from "./audit.ts";
 
 /** The task machinery the tools use (an adapter over the guest task engine, mcp/tasks). */
 export interface TaskService {
-  /** Runs a foreground command; the signal kills its whole process session in the guest. */
+  /**
+   * Runs a foreground command; the signal kills its whole process session in the guest. A
+   * `cwd` promise starts the exec while the caller's checks run; nothing runs until it
+   * resolves, and its rejection is thrown.
+   */
   foreground(instance: string, o: {
     command: string;
     env?: Record<string, string>;
-    cwd: string;
+    cwd: string | Promise<string>;
     stdin?: string;
     timeoutSeconds?: number;
     outputBytes: number;

@@ -2,7 +2,9 @@
  * Foreground commands (spec §2.5): one websocket exec of guest/_foreground_shell.ts's
  * `foregroundArgv` starts the command as the agent user in a login shell, in its own
  * session whose id it records, under `timeout` when one is set; no root shell runs in
- * between. Output streams back
+ * between. The login shell waits for its working directory on stdin: a caller still
+ * checking (a `cwd` promise) overlaps that check with the exec's start, and a failed check
+ * ends the shell before it ran anything. Output streams back
  * as it is written; the host keeps only capped tails and hands complete lines to a progress
  * callback. Cancelling (the caller's AbortSignal) runs a second exec that kills the whole
  * session (TERM, 3 s, KILL), repeated while the first exec has not ended (a cancel that
@@ -11,10 +13,10 @@
  * @module
  */
 
-import { type Clock, type IncusClient, IsbError } from "../../rpc/base.ts";
+import { type Clock, type ExecSession, type IncusClient, IsbError } from "../../rpc/base.ts";
 import { FOREGROUND_KILL_SH, foregroundArgv } from "../../guest/mod.ts";
 import { runGuestScript, SCRIPT_ENV } from "./guest_exec.ts";
-import { foregroundScript } from "./script.ts";
+import { foregroundSetup } from "./script.ts";
 import {
   LineSplitter,
   MAX_OUTPUT_BYTES,
@@ -29,8 +31,12 @@ export interface ForegroundOptions {
   command: string;
   /** Variables exported for it. */
   env?: Record<string, string>;
-  /** Working directory (relative: to home; default home). */
-  cwd?: string;
+  /**
+   * Working directory (relative: to home; default home). A promise starts the exec at once
+   * but runs nothing until it resolves (the caller's checks overlap the exec's start); when
+   * it rejects, the exec ends unarmed and the rejection is thrown.
+   */
+  cwd?: string | Promise<string>;
   /** Bytes fed to its stdin (at most 1 MiB), then EOF. */
   stdin?: string;
   /** Kill it after this many seconds (`timeout --kill-after=10s`); no limit when absent. */
@@ -91,6 +97,23 @@ function validate(o: ForegroundOptions): void {
   }
 }
 
+function checkCwd(cwd: string): string {
+  if (cwd.includes("\0")) throw new IsbError("invalid", "cwd: must be a string without NUL");
+  return cwd;
+}
+
+/**
+ * Ends an exec that was never armed: end of stdin makes its login shell exit before it wrote
+ * or ran anything; its output is dropped and its sockets closed once it ended (5 s at most).
+ */
+async function disarm(s: ExecSession, clock: Clock): Promise<void> {
+  void s.stdout.cancel().catch(() => {});
+  void s.stderr.cancel().catch(() => {});
+  await s.closeStdin().catch(() => {});
+  await Promise.race([s.exit.catch(() => -1), clock.sleep(5000)]);
+  s.close();
+}
+
 /** Runs a foreground command to its end (or its cancellation). */
 export async function runForeground(
   deps: { incus: IncusClient; clock: Clock; user: string },
@@ -99,7 +122,7 @@ export async function runForeground(
 ): Promise<ForegroundResult> {
   validate(o);
   const cap = Math.min(MAX_OUTPUT_BYTES, Math.max(MIN_OUTPUT_BYTES, Math.floor(o.outputBytes)));
-  const body = foregroundScript(o);
+  const setup = foregroundSetup({ command: o.command, env: o.env });
   const name = `exec-${Deno.pid}-${++counter}`;
   // `timeout` takes a decimal number: milliseconds at most, never 0 or an exponent
   const t = o.timeoutSeconds === undefined
@@ -121,18 +144,29 @@ export async function runForeground(
   });
   if (o.signal.aborted) return done(-1, true);
   const line = o.onOutputLine ?? (() => {});
-  const s = await deps.incus.exec(instance, {
-    command: foregroundArgv(deps.user, name, t, body),
-    env: SCRIPT_ENV,
-    cwd: "/",
-  });
+  const [opened, gate] = await Promise.allSettled([
+    deps.incus.exec(instance, {
+      command: foregroundArgv(deps.user, name, t, setup, o.command),
+      env: SCRIPT_ENV,
+      cwd: "/",
+    }),
+    Promise.resolve(o.cwd ?? "").then(checkCwd),
+  ]);
+  if (gate.status === "rejected" || o.signal.aborted) {
+    if (opened.status === "fulfilled") await disarm(opened.value, deps.clock);
+    if (gate.status === "rejected") throw gate.reason;
+    return done(-1, true);
+  }
+  if (opened.status === "rejected") throw opened.reason;
+  const s = opened.value;
   const pumps = Promise.all([
     pump(s.stdout, out, new LineSplitter(line)),
     pump(s.stderr, err, new LineSplitter(line)),
   ]);
   void (async () => {
     try {
-      if (o.stdin) await s.write(new TextEncoder().encode(o.stdin));
+      // the gate (the directory, NUL-ended) arms the login shell; the command's stdin follows
+      await s.write(new TextEncoder().encode(`${gate.value}\0${o.stdin ?? ""}`));
       await s.closeStdin();
     } catch { /* the command ended without reading all of its stdin */ }
   })();

@@ -57,7 +57,7 @@ export {
   commandRunScript,
   type CommandSpec,
   ENV_NAME_RE,
-  foregroundScript,
+  foregroundSetup,
   KEY_RE,
   shQuote,
   TASK_ID_RE,

@@ -4,8 +4,8 @@
  * nothing else: a single-quoted word has no expansion at all, so `$(touch /x)` in an env
  * value or a cwd stays those characters. Names and ids are checked against strict patterns
  * before they are placed anywhere; NUL, which no argv or file can carry faithfully, is
- * refused. A task's run script reaches the guest base64-encoded, a foreground script as the
- * text of the login shell's `-c`: each one argv element.
+ * refused. A task's run script reaches the guest base64-encoded; a foreground command's
+ * exports and command are each one argv element of its login shell.
  *
  * @module
  */
@@ -93,10 +93,14 @@ export function commandRunScript(taskId: string, o: CommandSpec): string {
   ].join("\n");
 }
 
-/** The script a foreground command runs in the user's login shell (POSIX sh). */
-export function foregroundScript(o: CommandSpec): string {
+/**
+ * What a foreground command's login shell runs before the command (the exports), after
+ * checking the command, env and cwd: the command and the cwd travel apart (an argument and
+ * the stdin gate of guest/_foreground_shell.ts), so NUL, which neither can carry, is refused.
+ */
+export function foregroundSetup(o: CommandSpec): string {
   checkSpec(o);
-  return `${exports(o.env)}${cdLine(o.cwd)} || exit 125\nexec bash -c ${shQuote(o.command)}\n`;
+  return exports(o.env);
 }
 
 /** Base64 of UTF-8 text (the form scripts travel in). */

@@ -111,16 +111,24 @@ const exec = tool({
         "exec: stdin and timeout_seconds do not apply with background: true",
       );
     }
-    const { workdir } = await requireRunning(s, args.instance);
-    // checked before the command runs: a refused ask runs nothing
-    const ask = args.ask !== undefined
-      ? prepareAsk(s, { tool: "exec", instance: args.instance, question: args.ask })
-      : undefined;
-    const cwd = args.cwd === undefined
-      ? workdir
-      : args.cwd.startsWith("/")
-      ? args.cwd
-      : `/home/agentuser/${args.cwd}`;
+    const checked: { ask?: ReturnType<typeof prepareAsk> } = {};
+    const ready = requireRunning(s, args.instance).then(({ workdir }) => {
+      // checked before the command runs: a refused ask runs nothing
+      if (args.ask !== undefined) {
+        checked.ask = prepareAsk(s, { tool: "exec", instance: args.instance, question: args.ask });
+      }
+      return args.cwd === undefined
+        ? workdir
+        : args.cwd.startsWith("/")
+        ? args.cwd
+        : `/home/agentuser/${args.cwd}`;
+    });
+    ready.catch(() => {}); // awaited below, on every path
+    // A foreground command in an instance this session holds starts its exec while the
+    // check runs (its login shell runs nothing until the check passed and sent the cwd);
+    // any other call is checked first, so nothing starts where the session holds nothing.
+    const mine = s.held.get(args.instance)?.state === "ready";
+    if (args.background || !mine || !s.deps.tasks) await ready;
     const svc = taskService(s);
     if (args.background) {
       const key = args.idempotency_key;
@@ -157,7 +165,7 @@ const exec = tool({
       try {
         const t = await svc.startCommand(s, args.instance, {
           command: args.command,
-          cwd,
+          cwd: await ready,
           ...(args.env ? { env: args.env } : {}),
           ...(key ? { key } : {}),
         });
@@ -175,13 +183,13 @@ const exec = tool({
       }
     }
     // with ask, the agent reads as much as the tails hold (it keeps the last 400 KiB)
-    const bytes = ask ? OUTPUT.max : Math.min(
+    const bytes = args.ask !== undefined ? OUTPUT.max : Math.min(
       OUTPUT.max,
       Math.max(OUTPUT.min, args.max_output_bytes ?? OUTPUT.default),
     );
     const r = await svc.foreground(args.instance, {
       command: args.command,
-      cwd,
+      cwd: ready,
       ...(args.env ? { env: args.env } : {}),
       ...(args.stdin !== undefined ? { stdin: args.stdin } : {}),
       ...(args.timeout_seconds ? { timeoutSeconds: args.timeout_seconds } : {}),
@@ -189,6 +197,7 @@ const exec = tool({
       signal,
       onLine: (line) => progress(line.slice(0, 200)),
     });
+    const ask = checked.ask;
     if (ask && !r.cancelled) {
       const answer = await ask.answer(commandData(r), { signal, progress });
       const {

@@ -107,7 +107,9 @@ export async function connect(
   const close = client.close.bind(client);
   client.close = async () => {
     await close();
-    if (stray.length) throw new Error(`isx mcp logged an unhandled rejection:\n${stray.join("\n")}`);
+    if (stray.length) {
+      throw new Error(`isx mcp logged an unhandled rejection:\n${stray.join("\n")}`);
+    }
   };
   return client;
 }

@@ -353,6 +353,36 @@ Deno.test({
         assert.ok(o.orphaned_since && o.orphan_until);
         const back = sc(await call(a, "adopt_instance", { instance: name }));
         assert.deepEqual(back.tasks, [task]);
+        // c asks for no notifications, so it is not told when a takes the instance back: it
+        // still counts it as its own, and its exec starts while the holding check runs. The
+        // check refuses; the started login shell must run nothing and write nothing.
+        const c = await connect(h, "modern", { extra: NP });
+        try {
+          assert.equal(
+            refusal(await call(c, "adopt_instance", { instance: name, force: true })),
+            undefined,
+          );
+          assert.equal(
+            refusal(await call(a, "adopt_instance", { instance: name, force: true })),
+            undefined,
+          );
+          const look = async () =>
+            new TextDecoder().decode(
+              (await incus.execCapture(name, [
+                "sh",
+                "-c",
+                "ls /tmp/ran-by-c 2>/dev/null; ls /home/agentuser/.isx-mcp/run 2>/dev/null; true",
+              ])).stdout,
+            );
+          const before = await look();
+          const late = await call(c, "exec", { instance: name, command: "touch /tmp/ran-by-c" });
+          assert.equal(refusal(late), "not_held", text(late));
+          await new Promise((r) => setTimeout(r, 1000)); // an armed shell would have run by now
+          assert.equal(await look(), before);
+          assert.doesNotMatch(before, /ran-by-c/);
+        } finally {
+          await c.close();
+        }
       } finally {
         await a.close();
       }
