@@ -65,14 +65,15 @@ export const FOREGROUND_LINE = 'eval "$2"; eval "set --; $3"';
  * on stdin, ended by NUL (bash reads a pipe a byte at a time, so the command's stdin stays
  * whole behind it). The host starts this exec while it still checks that it holds the
  * instance, and sends the directory only once the check passed; end of input instead (a
- * refused call) ends the shell before anything is written or run. Then the session's id goes
+ * refused call) ends the shell (125, as a failed `cd`) before anything is written or run. Then the session's id goes
  * to `~/.isx-mcp/run/$1.pid` (written with `set -C`, so never through a planted file or
  * link) for the kill script. The file outlives the run (removing it would cost a process per
  * call); once more than 64 pile up, one `rm` takes those whose session has no leader left.
  * Then `cd` (empty: home; relative: under home), 125 when it fails. Builtins only on the
  * common path; its variables (`_isx_*`) are gone before the exports and the command.
  */
-export const FOREGROUND_SH: string = sh`IFS= read -r -d '' _isx_c || exit 0
+export const FOREGROUND_SH: string =
+  sh`IFS= read -r -d '' _isx_c || { echo "isx: no working directory came on stdin (refused by isx, or a login profile read stdin)" >&2; exit 125; }
 _isx_d=$HOME/.isx-mcp/run
 [ -d "$_isx_d" ] || ( umask 077 && exec mkdir -p -- "$_isx_d" ) || { echo "isx: cannot make $_isx_d" >&2; exit 1; }
 read -r _isx_l </proc/$$/stat; read -r -a _isx_a <<<"$%{_isx_l##*) }"; _isx_p=$_isx_d/$1.pid

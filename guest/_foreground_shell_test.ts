@@ -42,7 +42,8 @@ Deno.test("FOREGROUND_SH: end of input before the gate writes and runs nothing",
   try {
     for (const stdin of ["", "/tmp"]) { // nothing, or a directory without its NUL
       const r = await login(home, "exec-1-0", `touch ${home}/ran`, { stdin });
-      assert.equal(r.code, 0, r.err);
+      assert.equal(r.code, 125, r.err);
+      assert.match(r.err, /no working directory came on stdin/);
       assert.deepEqual([...Deno.readDirSync(home)], []); // no pid file, no command
     }
   } finally {
