@@ -1,8 +1,8 @@
 /**
  * Finding what a key made (§5, seed 000): the user's instances, the one made first under an
- * idempotency key, and its replay: kept → `refused`, held by a live session → `not_held`, an
- * orphan taken over (take_over.ts), another template or fork source → `invalid_argument`,
- * never redirected.
+ * idempotency key, and its replay in §5's decision order: kept → `refused`, held by a live
+ * session → `not_held`, an orphan taken over (take_over.ts); only then another template or
+ * fork source → `invalid_argument`, never redirected.
  *
  * @module
  */
@@ -67,18 +67,6 @@ function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): 
 /** Replays the instance `inst` found under the key of `args` (see the module doc). */
 export async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
   const st = readStamps(inst.config);
-  const made = st[STAMP.parent] === st[STAMP.profile]
-    ? `template "${st[STAMP.profile]}"`
-    : `instance "${st[STAMP.parent]}"`;
-  const asked = args.from_instance
-    ? `instance "${args.from_instance}"`
-    : `template "${args.template}"`;
-  if (made !== asked) {
-    throw new RefusalError(
-      "invalid_argument",
-      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
-    );
-  }
   const template = st[STAMP.profile] ?? "";
   const standing = s.standingOf(inst);
   if (standing.kind === "kept") {
@@ -94,6 +82,20 @@ export async function replay(s: Session, inst: Instance, args: CreateArgs): Prom
     );
   }
   if (standing.kind === "orphan") await takeOver(s, inst);
+  // §5 step 4: only now compare (an orphan under the key is adopted even when the repeat
+  // asks for something else, which is then refused, never redirected)
+  const made = st[STAMP.parent] === st[STAMP.profile]
+    ? `template "${st[STAMP.profile]}"`
+    : `instance "${st[STAMP.parent]}"`;
+  const asked = args.from_instance
+    ? `instance "${args.from_instance}"`
+    : `template "${args.template}"`;
+  if (made !== asked) {
+    throw new RefusalError(
+      "invalid_argument",
+      `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
+    );
+  }
   const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
   const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
   const ip = state ? ipOf({ ...inst, state } as never) : undefined;
