@@ -22,30 +22,13 @@ import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
-import type { Definitions } from "../templates/load.ts";
 import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
 
-export { replayKeyed, userInstances } from "./replay.ts";
-export type { CreateArgs, Created } from "./replay.ts";
+import { preflight } from "./adoption.ts";
 
-/** Runs `isx branch`'s preflight; its refusal (the user must act) is `refused`. */
-export async function preflight(
-  s: Session,
-  o: { action: string; template?: string; defs?: Definitions },
-): Promise<unknown> {
-  if (!s.deps.checks) return undefined;
-  try {
-    return await s.deps.checks.preflight(o);
-  } catch (e) {
-    if (hasCode(e, "not_ready")) {
-      throw new RefusalError(
-        "refused",
-        `${e.message.replace(/ \(or --no-preflight\)$/, "")}; ask the user to fix it`,
-      );
-    }
-    throw e;
-  }
-}
+export { replayKeyed, userInstances } from "./replay.ts";
+export { preflight } from "./adoption.ts";
+export type { CreateArgs, Created } from "./replay.ts";
 
 async function clearTasks(s: Session, name: string): Promise<void> {
   const r = await execRecorded(s.incus, name, [

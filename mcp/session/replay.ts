@@ -13,7 +13,7 @@ import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
 import type { Session } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
-import { takeOver } from "./take_over.ts";
+import { adoptKeyed } from "./adoption.ts";
 
 /** What create_instance was asked. */
 export interface CreateArgs {
@@ -65,7 +65,12 @@ function ipOf(i: Instance & { state?: { network?: Record<string, unknown> } }): 
 }
 
 /** Replays the instance `inst` found under the key of `args` (see the module doc). */
-export async function replay(s: Session, inst: Instance, args: CreateArgs): Promise<Created> {
+export async function replay(
+  s: Session,
+  inst: Instance,
+  args: CreateArgs,
+  tool = "create_instance",
+): Promise<Created> {
   const st = readStamps(inst.config);
   const template = st[STAMP.profile] ?? "";
   const standing = s.standingOf(inst);
@@ -81,7 +86,11 @@ export async function replay(s: Session, inst: Instance, args: CreateArgs): Prom
       `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which another live session (pid ${standing.pid}, client ${standing.client}) holds; use adopt_instance with force to take it`,
     );
   }
-  if (standing.kind === "orphan") await takeOver(s, inst);
+  // §5 step 3: an orphan adopted with adoption's checks; woken if dormant, records read
+  if (standing.kind === "orphan") {
+    approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
+  }
+  await adoptKeyed(s, inst, standing.kind === "orphan", tool);
   // §5 step 4: only now compare (an orphan under the key is adopted even when the repeat
   // asks for something else, which is then refused, never redirected)
   const made = st[STAMP.parent] === st[STAMP.profile]
@@ -126,7 +135,8 @@ export async function underKey(s: Session, key: string): Promise<Instance[]> {
 export async function replayKeyed(
   s: Session,
   args: CreateArgs & { idempotency_key: string },
+  tool = "create_instance",
 ): Promise<Created | undefined> {
   const found = await underKey(s, args.idempotency_key);
-  return found[0] ? await replay(s, found[0], args) : undefined;
+  return found[0] ? await replay(s, found[0], args, tool) : undefined;
 }

@@ -277,31 +277,25 @@ export class Session {
 
   /** Stamps every held, ready, non-kept instance as orphaned by this session (§4.4). */
   async release(): Promise<void> {
-    const at = new Date(this.deps.now()).toISOString();
-    const mark = `${at} ${this.deps.id}`;
-    const jobs = [...this.held.values()].filter((h) => h.state === "ready" && !h.kept).map(
-      async (h) => {
-        const t0 = this.deps.now();
-        try {
-          await this.incus.updateInstance(h.name, (i) => {
-            if (readStamps(i.config)[MCP_STAMP.session] !== this.deps.id) return i;
-            return {
-              ...i,
-              config: { ...i.config, ...stampConfig({ [MCP_STAMP.orphaned]: mark }) },
-            };
-          }, { step: `release ${h.name}` });
-          this.audit({ tool: "release", instance: h.name, outcome: "released", ms: 0 });
-        } catch (e) {
-          this.audit({
-            tool: "release",
-            instance: h.name,
-            outcome: `failed: ${(e as Error).message}`,
-            ms: this.deps.now() - t0,
-          });
-        }
-      },
-    );
-    await Promise.all(jobs);
+    const mine = [...this.held.values()].filter((h) => h.state === "ready" && !h.kept);
+    await Promise.all(mine.map((h) => this.releaseOne(h.name)));
     this.held.clear();
+  }
+
+  /** Stamps one instance as orphaned by this session (if it still holds it) and forgets it. */
+  async releaseOne(name: string): Promise<void> {
+    const mark = `${new Date(this.deps.now()).toISOString()} ${this.deps.id}`;
+    const t0 = this.deps.now();
+    try {
+      await this.incus.updateInstance(name, (i) => {
+        if (readStamps(i.config)[MCP_STAMP.session] !== this.deps.id) return i;
+        return { ...i, config: { ...i.config, ...stampConfig({ [MCP_STAMP.orphaned]: mark }) } };
+      }, { step: `release ${name}` });
+      this.audit({ tool: "release", instance: name, outcome: "released", ms: 0 });
+    } catch (e) {
+      const outcome = `failed: ${(e as Error).message}`;
+      this.audit({ tool: "release", instance: name, outcome, ms: this.deps.now() - t0 });
+    }
+    this.held.delete(name);
   }
 }

@@ -3,72 +3,21 @@
  * holds, including waking one the sweep stopped as dormant and registering the tasks it
  * records. Apart from the other lifecycle tools (lifecycle.ts) because adoption is the one
  * that crosses sessions: it reads another holder's stamps, takes over, and restarts; the
- * rest act only on what this session already holds. `start_instance` shares
- * {@link adoptTasks}.
+ * rest act only on what this session already holds. The steps every adoption shares are
+ * session/adoption.ts's.
  *
  * @module
  */
 
 import { z } from "zod";
 import { isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
-import { startIsxInstance } from "../instances/lifecycle.ts";
+import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
-import { preflight } from "../session/create.ts";
+import { adoptTasks, wakeDormant } from "../session/adoption.ts";
 import { takeOver } from "../session/take_over.ts";
 import { MCP_STAMP } from "../session/holding.ts";
-import type { Session } from "../session/mod.ts";
 import { approvedTemplate } from "../session/templates.ts";
 import { InstanceName, TaskId, tool } from "./def.ts";
-
-/** Registers the tasks an instance records; a read failure is a warning, not a refusal. */
-export async function adoptTasks(
-  s: Session,
-  name: string,
-): Promise<{ ids: string[]; warning?: string }> {
-  const engine = s.deps.tasks;
-  if (!engine) return { ids: [] };
-  try {
-    const ids = await engine.adopt(s, name);
-    return { ids };
-  } catch (e) {
-    return {
-      ids: [],
-      warning: `the instance's task records could not be read: ${(e as Error).message}`,
-    };
-  }
-}
-
-/**
- * Restarts an orphan the sweep stopped as dormant (§2.4); the stamp goes only after a
- * successful start, so a failed wake-up (`unavailable`, still held) is retried by adopting
- * again.
- */
-async function wakeDormant(s: Session, name: string, st: Record<string, string>): Promise<void> {
-  const t0 = s.deps.now();
-  try {
-    const health = await preflight(s, { action: `restart dormant "${name}"` });
-    await startIsxInstance(s.incus, name);
-    await s.deps.checks?.repairCa(name, health, st[STAMP.caFingerprint]);
-    await s.incus.updateInstance(name, (i) => ({
-      ...i,
-      config: { ...i.config, ...stampConfig({ [MCP_STAMP.dormant]: "" }) },
-    }), { step: `unstamp ${name} dormant` });
-  } catch (e) {
-    throw new RefusalError(
-      "unavailable",
-      `instance "${name}" is now held by this session but, stopped as dormant, it could not be restarted (${
-        (e as Error).message
-      }); call adopt_instance again to retry`,
-    );
-  }
-  s.audit({
-    tool: "adopt_instance",
-    instance: name,
-    outcome: "started(dormant)",
-    ms: s.deps.now() - t0,
-  });
-}
 
 /** `adopt_instance`. */
 export const adopt = tool({

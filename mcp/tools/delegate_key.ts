@@ -87,11 +87,9 @@ export async function findFirstAttempt(
     const found = await svc.findKeyed(s, a.instance, a.key);
     return found ? await replayTask(s, a, s.tasks.get(found.task_id)!) : undefined;
   }
-  const wasHeld = new Set(s.held.keys());
-  const c = await replayKeyed(s, { template: a.template!, idempotency_key: a.key });
+  // an orphan under the key is taken over with its task records read (§5 step 3)
+  const c = await replayKeyed(s, { template: a.template!, idempotency_key: a.key }, "delegate");
   if (!c) return undefined;
-  // taken over from another session: read its task records (adoption, §4.3)
-  if (!wasHeld.has(c.instance)) await svc.adopt(s, c.instance);
   const t = keyedTask(s, a.key) ??
     (await svc.findKeyed(s, c.instance, a.key).then((f) => f && s.tasks.get(f.task_id)));
   return t ? await replayTask(s, a, t, { fresh: t.instance === c.instance }) : {

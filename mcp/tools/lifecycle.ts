@@ -17,7 +17,8 @@ import { preflight } from "../session/create.ts";
 import { MCP_STAMP } from "../session/holding.ts";
 import type { Session } from "../session/mod.ts";
 import { InstanceName, TaskId, tool } from "./def.ts";
-import { adopt, adoptTasks } from "./_adopt.ts";
+import { adopt } from "./_adopt.ts";
+import { adoptTasks } from "../session/adoption.ts";
 
 const Named = z.strictObject({ instance: InstanceName });
 

@@ -1,7 +1,8 @@
 /**
  * Dormancy against real Incus (shared/spec/isx-mcp.md §4.4, §2.4): an orphan kept alive only
  * by an unfinished agent run, quiet past `dormant-after-hours`, is stopped by a new session's
- * sweep and stamped `mcp-dormant`; adopting it starts it again and clears the stamps. A real
+ * sweep and stamped `mcp-dormant`; adopting it, or repeating the keyed create that made it,
+ * starts it again and clears the stamps. A real
  * agent needs an account this host does not have, so the running task is a real background
  * command whose recorded kind is rewritten to `agent` in the guest (the sweep reads kind and
  * state from the guest's files, as it would for a delegate). The earlier CPU sample, an hour
@@ -20,6 +21,7 @@ import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.t
 
 const TEMPLATE = "tpl-minimal";
 const NP = ["--no-preflight"];
+const KEY = `dorm-${crypto.randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 
@@ -56,7 +58,13 @@ Deno.test({
       let name = "", task = "";
       try {
         name = String(
-          sc(await call(a, "create_instance", { template: TEMPLATE, name_hint: "dorm" })).instance,
+          sc(
+            await call(a, "create_instance", {
+              template: TEMPLATE,
+              name_hint: "dorm",
+              idempotency_key: KEY,
+            }),
+          ).instance,
         );
         task = String(
           sc(await call(a, "exec", { instance: name, command: "sleep 900", background: true }))
@@ -122,9 +130,17 @@ Deno.test({
           const { bad: _bad, ...devices } = i.devices;
           return { ...i, devices };
         }, { step: "repair the instance" });
+        // the key's repeat finishes the wake-up as adopting again would (§5 step 3), and reads
+        // the instance's task records: the task is this session's now
+        const again = sc(
+          await call(b, "create_instance", { template: TEMPLATE, idempotency_key: KEY }),
+        );
+        assert.deepEqual([again.instance, again.replayed], [name, true]);
         const adopted = sc(await call(b, "adopt_instance", { instance: name }));
         assert.equal(adopted.instance, name);
         assert.deepEqual(adopted.tasks, [task]);
+        // known here (not not_found); its command died with the dormant stop
+        assert.equal(sc(await call(b, "task_status", { task_id: task })).state, "lost");
         const after = (await incus.getInstance(name)).value;
         assert.equal(after.status, "Running");
         const s2 = readStamps(after.config);
@@ -133,7 +149,7 @@ Deno.test({
         const log2 = await Deno.readTextFile(`${h.stateDir}/mcp/mcp.log`);
         assert.match(
           log2,
-          new RegExp(`tool=adopt_instance instance=${name} outcome=started\\(dormant\\)`),
+          new RegExp(`tool=create_instance instance=${name} outcome=started\\(dormant\\)`),
         );
       } finally {
         await b.close();
