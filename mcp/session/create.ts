@@ -12,7 +12,7 @@
  */
 
 import { hasCode, isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP } from "../host/stamps.ts";
+import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { execRecorded } from "../host/guest.ts";
@@ -151,6 +151,8 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
         ...s.holderStamps(),
         [MCP_STAMP.purpose]: args.purpose ?? "",
         [MCP_STAMP.key]: key ?? "",
+        // a keyed copy is marked until it is made: cut off before, it never answers for the key
+        ...(key ? { [MCP_STAMP.creating]: new Date(s.deps.now()).toISOString() } : {}),
         [MCP_STAMP.kept]: "",
         ...(trusted ? { [STAMP.caFingerprint]: trusted } : {}),
       },
@@ -166,6 +168,12 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
         await destroyIsxInstance(s.incus, name).catch(() => {});
         return replay(s, under[0], args);
       }
+    }
+    if (key) {
+      await s.incus.updateInstance(name, (i) => ({
+        ...i,
+        config: { ...i.config, ...stampConfig({ [MCP_STAMP.creating]: "" }) },
+      }), { step: `mark ${name} made` });
     }
     held.state = "ready";
     return {

@@ -18,6 +18,8 @@ export const MCP_STAMP = {
   cwd: "mcp-cwd",
   purpose: "mcp-purpose",
   key: "mcp-idempotency-key",
+  /** Set by a keyed create's copy request, cleared once the instance is made (§5). */
+  creating: "mcp-creating",
   orphaned: "mcp-orphaned",
   kept: "mcp-kept",
   dormant: "mcp-dormant",

@@ -7,7 +7,8 @@
  * @module
  */
 
-import type { Instance } from "../../rpc/base.ts";
+import { type Instance, isNotFound } from "../../rpc/base.ts";
+import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
@@ -121,9 +122,26 @@ export async function replay(
   };
 }
 
-/** The user's instances made under `key`, the first made first (`created_at`, then name). */
+/**
+ * The user's instances made under `key` that answer for it, the first made first
+ * (`created_at`, then name). A copy still marked `mcp-creating` whose session is gone was cut
+ * off before it was made (§5): it never answers, and is destroyed here so that the repeat
+ * makes the instance anew (another repeat racing this one finds it gone, which is fine).
+ */
 export async function underKey(s: Session, key: string): Promise<Instance[]> {
-  return (await userInstances(s)).filter((i) => readStamps(i.config)[MCP_STAMP.key] === key)
+  const found = (await userInstances(s)).filter((i) => readStamps(i.config)[MCP_STAMP.key] === key);
+  const halfMade = found.filter((i) =>
+    readStamps(i.config)[MCP_STAMP.creating] && s.standingOf(i).kind === "orphan"
+  );
+  await Promise.all(halfMade.map(async (i) => {
+    const t0 = s.deps.now();
+    const outcome = await destroyIsxInstance(s.incus, i.name).then(
+      () => "destroyed(half-made)",
+      (e) => isNotFound(e) ? "gone(half-made)" : `failed(half-made): ${(e as Error).message}`,
+    );
+    s.audit({ tool: "idempotency", instance: i.name, outcome, ms: s.deps.now() - t0 });
+  }));
+  return found.filter((i) => !halfMade.includes(i))
     .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
 }
 
