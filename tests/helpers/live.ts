@@ -128,3 +128,19 @@ export async function removeInstance(incus: IncusClient, name: string): Promise<
   }
   throw new Error(`could not delete test instance ${name}`);
 }
+
+/** Polls `probe` every `everyMs` until it gives a value; after `ms` throws naming `what`. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 60_000,
+  everyMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -15,6 +15,7 @@ import {
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
 import { LIVE_IMAGE } from "../helpers/live.ts";
+import { until } from "../helpers/live.ts";
 
 /** The stamps the proxy trusts with credentials (with a pinned NIC). */
 export const TRUSTED_STAMPS: Readonly<Record<string, string>> = {
@@ -23,20 +24,7 @@ export const TRUSTED_STAMPS: Readonly<Record<string, string>> = {
   "user.incus-spawn.build-id": "live-test",
 };
 
-/** Polls `probe` every 250 ms until it gives a value. */
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new TypeError(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+export { until };
 
 /** Waits for the guest's DHCP address on eth0. */
 export function addressOf(incus: IncusClient, name: string, ms = 120_000): Promise<string> {

@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type Instance } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
@@ -20,15 +20,8 @@ const TEMPLATE = "tpl-minimal";
 const NP = ["--no-preflight"];
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(what: string, f: () => Promise<T | undefined>, ms: number) =>
+  poll(what, f, ms, 50);
 
 /** A live-test home, its key, and the instances carrying that key. */
 function setup() {

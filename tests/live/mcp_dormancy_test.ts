@@ -16,7 +16,7 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps, stampConfig } from "../../mcp/host/stamps.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
 import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
@@ -25,15 +25,8 @@ const KEY = `dorm-${crypto.randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
-}
+const until = <T>(what: string, f: () => Promise<T | undefined>, ms: number) =>
+  poll(what, f, ms, 500);
 
 async function cleanup(incus: IncusClient, h: McpHome): Promise<void> {
   for (const i of await incus.listInstances()) {

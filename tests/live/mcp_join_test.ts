@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
@@ -41,15 +41,8 @@ const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string,
 const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
-}
+const until = <T>(what: string, f: () => Promise<T | undefined>, ms = 90_000) =>
+  poll(what, f, ms, 500);
 
 async function status(c: Client, task: string, wait = 0): Promise<Record<string, unknown>> {
   const r = await call(c, "task_status", { task_id: task, wait_seconds: wait });

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
@@ -55,15 +55,7 @@ async function execCounter(incus: IncusClient, name: string) {
   };
 }
 
-async function until<T>(what: string, f: () => T | undefined, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+const until = <T>(what: string, f: () => T | undefined, ms: number) => poll(what, f, ms, 200);
 
 Deno.test({
   name:

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_SOCKET, NO_INCUS, removeInstance, until } from "../helpers/live.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
@@ -31,20 +31,6 @@ function listen(client: Client): Change[] {
     return Promise.resolve();
   };
   return seen;
-}
-
-async function until<T>(
-  what: string,
-  f: () => T | undefined | Promise<T | undefined>,
-  ms = 60_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
 }
 
 function home(extra = ""): McpHome {
