@@ -56,12 +56,7 @@ try {
   if (made.isError) throw new Error(`create_instance: ${JSON.stringify(made.content)}`);
   instance = String((made.structuredContent as Record<string, unknown>).instance);
   lab = await AgentsLab.open({ instance });
-  const env = Object.entries(lab.runEnv()).filter(([k]) => !["HOME", "USER", "PATH"].includes(k))
-    .map(([k, v]) => `export ${k}='${v}'\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
-  await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
-    step: "push bench env",
-    mode: 0o644,
-  });
+  await lab.pushLoginEnv();
   const viaDelegate: number[] = [];
   const direct: number[] = [];
   for (let i = 0; i < N + 1; i++) {

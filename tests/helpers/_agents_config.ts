@@ -3,12 +3,23 @@
  * repository, so get_diff has something to compare) and each agent pointed at the lab's test
  * names: Codex and Pi by their config files, opencode by its JSON (merged over the
  * template's); Claude needs none (ANTHROPIC_BASE_URL in the run's environment). Apart from
- * the lab because it is what the agents read, not how the lab reaches the instance.
+ * the lab because it is what the agents read, not how the lab reaches the instance. The
+ * login profile carries the same endpoints for what isx mcp starts through a login shell.
  *
  * @module
  */
 
 import { equal } from "node:assert/strict";
+import { shQuote } from "../../mcp/tasks/script.ts";
+
+/** Where the lab's endpoints go for login shells (runs and people started by isx mcp). */
+export const LOGIN_PROFILE = "/etc/profile.d/zz-isx-test.sh";
+
+/** A run's environment as profile exports, except what a login sets itself. */
+export function loginProfile(env: Record<string, string>): string {
+  return Object.entries(env).filter(([k]) => !["HOME", "USER", "PATH"].includes(k))
+    .map(([k, v]) => `export ${k}=${shQuote(v)}\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
+}
 
 /** Writes the agents' configuration and the project as the agent user. */
 export async function configureAgents(o: {

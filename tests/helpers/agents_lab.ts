@@ -35,7 +35,7 @@ import type { MockServer } from "../fakes/mock_model.ts";
 import { LIVE_SOCKET, removeInstance, testName } from "./live.ts";
 import { AGENTS_TEMPLATE } from "./_agents_template.ts";
 import { type LabProxy, startLabProxy } from "./_agents_proxy.ts";
-import { configureAgents } from "./_agents_config.ts";
+import { configureAgents, LOGIN_PROFILE, loginProfile } from "./_agents_config.ts";
 
 export { AGENTS_TEMPLATE, ensureTemplate, haveTemplate } from "./_agents_template.ts";
 
@@ -214,6 +214,15 @@ export class AgentsLab implements AsyncDisposable {
       ANTHROPIC_BASE_URL: `https://${this.domains.anthropic}:${this.tlsPort}`,
       NO_PROXY: `${this.domains.anthropic},${this.domains.openai},localhost,127.0.0.1`,
     };
+  }
+
+  /** Puts {@link runEnv}'s endpoints in the login profile (what isx mcp starts goes through it). */
+  async pushLoginEnv(): Promise<void> {
+    const step = "push the lab's login env";
+    await this.incus.pushFile(this.name, LOGIN_PROFILE, loginProfile(this.runEnv()), {
+      step,
+      mode: 0o644,
+    });
   }
 
   /** The task directory of `task`. */

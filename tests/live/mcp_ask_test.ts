@@ -79,15 +79,7 @@ Deno.test({
       assert.equal(refusal(made), undefined, text(made));
       instance = String(sc(made).instance);
       lab = await AgentsLab.open({ instance });
-      const env = Object.entries(lab.runEnv()).filter(([k]) =>
-        !["HOME", "USER", "PATH"].includes(k)
-      ).map(([k, v]) =>
-        `export ${k}='${v}'\n`
-      ).join("") + `export no_proxy="$NO_PROXY"\n`;
-      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
-        step: "push test env",
-        mode: 0o644,
-      });
+      await lab.pushLoginEnv();
       const mock = lab.anthropic;
       /** Runs `fn` and returns the one model call it made, checked: real key, no tools. */
       const oneCall = async (fn: () => Promise<void>): Promise<MockRequest> => {

@@ -166,15 +166,7 @@ Deno.test({
       assert.equal(refusal(made), undefined, text(made));
       const instance = String(sc(made).instance);
       lab = await AgentsLab.open({ instance });
-      const env = Object.entries(lab.runEnv()).filter(([k]) =>
-        !["HOME", "USER", "PATH"].includes(k)
-      ).map(([k, v]) =>
-        `export ${k}='${v}'\n`
-      ).join("") + `export no_proxy="$NO_PROXY"\n`;
-      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
-        step: "push test env",
-        mode: 0o644,
-      });
+      await lab.pushLoginEnv();
       // the agent's model calls are slow: it is still running while the others try
       for (let i = 0; i < 6; i++) lab.anthropic.queue({ delayMs: 3000 });
       const go = { instance, agent: "claude", cwd: PROJECT, instruction: "MOCK_SLOW" };

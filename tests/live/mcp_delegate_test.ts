@@ -65,15 +65,8 @@ Deno.test({
       assert.equal(sc(made).supports_delegate, true);
       // the lab points the agents at its proxy and mocks (test names, its CA, placeholders)
       lab = await AgentsLab.open({ instance });
-      const env = Object.entries(lab.runEnv()).filter(([k]) =>
-        !["HOME", "USER", "PATH"].includes(k)
-      )
-        .map(([k, v]) => `export ${k}='${v}'\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
       // runs start in a login shell (su -): the profile carries the lab's endpoints
-      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
-        step: "push test env",
-        mode: 0o644,
-      });
+      await lab.pushLoginEnv();
 
       await t.step("max_turns is refused invalid_argument", async () => {
         const r = await call(c, "delegate", { instance, instruction: "x", max_turns: 3 });

@@ -109,15 +109,8 @@ Deno.test({
       assert.equal(refusal(made), undefined, text(made));
       instance = String(sc(made).instance);
       lab = await AgentsLab.open({ instance });
-      const env = Object.entries(lab.runEnv()).filter(([k]) =>
-        !["HOME", "USER", "PATH"].includes(k)
-      )
-        .map(([k, v]) => `export ${k}=${q(v)}\n`).join("") + `export no_proxy="$NO_PROXY"\n`;
       // runs and the person's login shell both read the lab's endpoints from the profile
-      await lab.incus.pushFile(instance, "/etc/profile.d/zz-isx-test.sh", env, {
-        step: "push test env",
-        mode: 0o644,
-      });
+      await lab.pushLoginEnv();
 
       let task = "";
       await t.step("a finished agent task carries its join_command, nobody attached", async () => {
@@ -155,8 +148,10 @@ Deno.test({
         for (let i = 0; i < 3; i++) mock.queue({ delayMs: 3000 });
         const r = await call(c, "send_message", { task_id: task, message: "MOCK_SLOW" });
         assert.equal(refusal(r), undefined, text(r));
-        await until("the model call", () =>
-          Promise.resolve(mock.modelCalls().length > before ? true : undefined));
+        await until(
+          "the model call",
+          () => Promise.resolve(mock.modelCalls().length > before ? true : undefined),
+        );
         const busy = await isxJoin(h, task);
         assert.equal(busy.code, 7, busy.stderr);
         assert.match(busy.stderr, /still running turn 2; wait until it finishes/);
@@ -181,9 +176,7 @@ Deno.test({
                 ...h.env,
                 INCUS_SOCKET: LIVE_SOCKET,
                 TERM: "xterm-256color",
-              }).map(([k, v]) =>
-                `export ${k}=${q(v)}\n`
-              ).join("") +
+              }).map(([k, v]) => `export ${k}=${q(v)}\n`).join("") +
                 `${q(`${ROOT}/bin/isx`)} shell --no-preflight --task ${task}\necho $? >${q(rc)}\n`,
             );
             const started = await tmux.run(
@@ -266,16 +259,17 @@ Deno.test({
                 await tmux.run("kill-session", "-t", session);
               }
             }
-            await until("the tmux session to end", async () =>
-              (await tmux.alive(session)) ? undefined : true, 30_000);
+            await until(
+              "the tmux session to end",
+              async () => (await tmux.alive(session)) ? undefined : true,
+              30_000,
+            );
             if (!hungUp) {
               assert.match(Deno.readTextFileSync(rc), /^\d+\n$/, "isx shell ended");
             }
             // again the poller tells first (a slow round within ~10 s), then task_status agrees
             await until("the finished notification", () => {
-              const mine = seen.filter((e) =>
-                e.task_id === task
-              ).map((e) => e.state);
+              const mine = seen.filter((e) => e.task_id === task).map((e) => e.state);
               const at = mine.lastIndexOf("attached");
               return Promise.resolve(
                 at >= 0 && mine.slice(at + 1).includes("finished") ? true : undefined,
