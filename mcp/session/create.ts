@@ -27,7 +27,6 @@ import { type CreateArgs, type Created, replay, underKey, userInstances } from "
 import { preflight } from "./adoption.ts";
 
 export { replayKeyed, userInstances } from "./replay.ts";
-export { preflight } from "./adoption.ts";
 export type { CreateArgs, Created } from "./replay.ts";
 
 async function clearTasks(s: Session, name: string): Promise<void> {

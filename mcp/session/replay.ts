@@ -87,11 +87,13 @@ export async function replay(
       `idempotency key "${args.idempotency_key}" made instance "${inst.name}", which another live session (pid ${standing.pid}, client ${standing.client}) holds; use adopt_instance with force to take it`,
     );
   }
-  // §5 step 3: an orphan adopted with adoption's checks; woken if dormant, records read
-  if (standing.kind === "orphan") {
-    approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
-  }
-  await adoptKeyed(s, inst, standing.kind === "orphan", tool);
+  // §5 step 3: an orphan adopted with adoption's checks (its template still approved);
+  // woken if dormant, records read
+  const orphan = standing.kind === "orphan";
+  const approved = orphan
+    ? approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template)
+    : undefined;
+  await adoptKeyed(s, inst, orphan, tool);
   // §5 step 4: only now compare (an orphan under the key is adopted even when the repeat
   // asks for something else, which is then refused, never redirected)
   const made = st[STAMP.parent] === st[STAMP.profile]
@@ -106,7 +108,7 @@ export async function replay(
       `idempotency key "${args.idempotency_key}" already made instance "${inst.name}" from ${made}, not ${asked}; use a new key for a different request`,
     );
   }
-  const facts = approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
+  const facts = approved ?? approvedTemplate(s.deps.readConfig(), s.deps.definitions(), template);
   const state = await s.incus.getInstanceState(inst.name).catch(() => undefined);
   const ip = state ? ipOf({ ...inst, state } as never) : undefined;
   return {

@@ -13,12 +13,11 @@ import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
-import { preflight } from "../session/create.ts";
 import { MCP_STAMP } from "../session/holding.ts";
 import type { Session } from "../session/mod.ts";
 import { InstanceName, TaskId, tool } from "./def.ts";
 import { adopt } from "./_adopt.ts";
-import { adoptTasks } from "../session/adoption.ts";
+import { adoptTasks, preflight } from "../session/adoption.ts";
 
 const Named = z.strictObject({ instance: InstanceName });
 
