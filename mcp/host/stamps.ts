@@ -10,6 +10,8 @@
  * @module
  */
 
+import type { Instance } from "../../rpc/base.ts";
+
 /** The prefix of every stamp. */
 export const STAMP_PREFIX = "user.incus-spawn.";
 
@@ -88,6 +90,14 @@ export function stampConfig(stamps: Record<string, string>): Record<string, stri
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(stamps)) out[stampKey(k)] = v;
   return out;
+}
+
+/**
+ * An `updateInstance` updater that sets prefix-less stamps (an empty value unsets one) and
+ * keeps the rest of the instance as read.
+ */
+export function withStamps(stamps: Record<string, string>): (i: Instance) => Instance {
+  return (i) => ({ ...i, config: { ...i.config, ...stampConfig(stamps) } });
 }
 
 /**

@@ -9,7 +9,7 @@
 
 import type { Instance } from "../../rpc/base.ts";
 import { hasCode } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { startIsxInstance } from "../instances/lifecycle.ts";
 import type { Definitions } from "../templates/load.ts";
 import { RefusalError } from "../errors.ts";
@@ -70,10 +70,9 @@ export async function wakeDormant(
     const health = await preflight(s, { action: `restart dormant "${name}"` });
     await startIsxInstance(s.incus, name);
     await s.deps.checks?.repairCa(name, health, st[STAMP.caFingerprint]);
-    await s.incus.updateInstance(name, (i) => ({
-      ...i,
-      config: { ...i.config, ...stampConfig({ [MCP_STAMP.dormant]: "" }) },
-    }), { step: `unstamp ${name} dormant` });
+    await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.dormant]: "" }), {
+      step: `unstamp ${name} dormant`,
+    });
   } catch (e) {
     throw new RefusalError(
       "unavailable",

@@ -12,7 +12,7 @@
  */
 
 import { hasCode, isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { execRecorded } from "../host/guest.ts";
@@ -23,7 +23,6 @@ import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
 import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
-
 import { preflight } from "./adoption.ts";
 
 export { replayKeyed, userInstances } from "./replay.ts";
@@ -169,10 +168,9 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
       }
     }
     if (key) {
-      await s.incus.updateInstance(name, (i) => ({
-        ...i,
-        config: { ...i.config, ...stampConfig({ [MCP_STAMP.creating]: "" }) },
-      }), { step: `mark ${name} made` });
+      await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.creating]: "" }), {
+        step: `mark ${name} made`,
+      });
     }
     held.state = "ready";
     return {

@@ -11,7 +11,7 @@
  */
 
 import type { Instance } from "../../rpc/base.ts";
-import { readStamps, stampConfig } from "../host/stamps.ts";
+import { readStamps, withStamps } from "../host/stamps.ts";
 import { stopReliably } from "../host/waits.ts";
 import { CPU_SAMPLE_STAMP, decideDormancy, formatCpuSample } from "./dormancy.ts";
 import { MCP_STAMP } from "./holding.ts";
@@ -46,21 +46,17 @@ export async function dormancyStep(
     cpuNanos: typeof state.cpu?.usage === "number" ? state.cpu.usage : undefined,
     taskWriteAgeMs: writeAgeMs,
   });
-  const set = (kv: Record<string, string>) => (i: Instance) => ({
-    ...i,
-    config: { ...i.config, ...stampConfig(kv) },
-  });
   if (d.action === "none") return "in-use";
   if (d.action === "record") {
     await s.incus.updateInstance(name, (i) => {
       const cur = readStamps(i.config);
       if (cur[MCP_STAMP.session] !== holder || cur[MCP_STAMP.pendingOp]) return i;
-      return set({ [CPU_SAMPLE_STAMP]: formatCpuSample(d.sample) })(i);
+      return withStamps({ [CPU_SAMPLE_STAMP]: formatCpuSample(d.sample) })(i);
     }, { step: `record CPU sample of ${name}` });
     return "in-use";
   }
   // guarded stop: mark, re-read the holder, back off if it changed
-  await s.incus.updateInstance(name, set({ [MCP_STAMP.pendingOp]: "stopping" }), {
+  await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.pendingOp]: "stopping" }), {
     step: `mark ${name} for stopping`,
   });
   try {
@@ -69,7 +65,7 @@ export async function dormancyStep(
     const mark = `${new Date(s.deps.now()).toISOString()} ${holder}`;
     await s.incus.updateInstance(
       name,
-      set({ [MCP_STAMP.dormant]: mark, [CPU_SAMPLE_STAMP]: "" }),
+      withStamps({ [MCP_STAMP.dormant]: mark, [CPU_SAMPLE_STAMP]: "" }),
       { step: `stamp ${name} dormant` },
     );
     try {
@@ -77,7 +73,7 @@ export async function dormancyStep(
     } catch (e) {
       const now = await s.incus.getInstanceState(name).catch(() => undefined);
       if (now?.status !== "Stopped") {
-        await s.incus.updateInstance(name, set({ [MCP_STAMP.dormant]: "" }), {
+        await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.dormant]: "" }), {
           step: `unstamp ${name} dormant`,
         });
       }
@@ -92,7 +88,7 @@ export async function dormancyStep(
     });
     return "dormant";
   } finally {
-    await s.incus.updateInstance(name, set({ [MCP_STAMP.pendingOp]: "" }), {
+    await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.pendingOp]: "" }), {
       step: `unmark ${name}`,
     });
   }

@@ -15,7 +15,7 @@ import type { Definitions } from "../templates/load.ts";
 import type { ProxyPlace } from "../instances/network.ts";
 import type { McpConfig } from "./config.ts";
 import { isNotFound } from "../../rpc/base.ts";
-import { readStamps, stampConfig } from "../host/stamps.ts";
+import { readStamps, withStamps } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { holdRefusal, MCP_STAMP, type Standing, standing } from "./holding.ts";
 import { type AuditEntry, auditLine } from "./audit.ts";
@@ -289,7 +289,7 @@ export class Session {
     try {
       await this.incus.updateInstance(name, (i) => {
         if (readStamps(i.config)[MCP_STAMP.session] !== this.deps.id) return i;
-        return { ...i, config: { ...i.config, ...stampConfig({ [MCP_STAMP.orphaned]: mark }) } };
+        return withStamps({ [MCP_STAMP.orphaned]: mark })(i);
       }, { step: `release ${name}` });
       this.audit({ tool: "release", instance: name, outcome: "released", ms: 0 });
     } catch (e) {

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { readStamps, stampConfig } from "../host/stamps.ts";
+import { readStamps, withStamps } from "../host/stamps.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { userInstances } from "./create.ts";
 import { dormancyStep, dormantSince } from "./dormant_sweep.ts";
@@ -64,7 +64,7 @@ export async function sweepOrphans(
         await s.incus.updateInstance(inst.name, (i) => {
           const cur = readStamps(i.config);
           if (cur[MCP_STAMP.session] !== standing.session) return i;
-          return { ...i, config: { ...i.config, ...stampConfig({ [MCP_STAMP.orphaned]: mark }) } };
+          return withStamps({ [MCP_STAMP.orphaned]: mark })(i);
         }, { step: `stamp orphan ${inst.name}` });
         out.set(inst.name, "stamped");
         return;
@@ -136,16 +136,14 @@ async function guardedDelete(
   name: string,
   st: Record<string, string>,
 ): Promise<boolean> {
-  await s.incus.updateInstance(name, (i) => ({
-    ...i,
-    config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "deleting" }) },
-  }), { step: `mark ${name} for deletion` });
+  await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.pendingOp]: "deleting" }), {
+    step: `mark ${name} for deletion`,
+  });
   const again = readStamps((await s.incus.getInstance(name)).value.config);
   if (again[MCP_STAMP.session] !== st[MCP_STAMP.session] || again[MCP_STAMP.kept]) {
-    await s.incus.updateInstance(name, (i) => ({
-      ...i,
-      config: { ...i.config, ...stampConfig({ [MCP_STAMP.pendingOp]: "" }) },
-    }), { step: `unmark ${name}` });
+    await s.incus.updateInstance(name, withStamps({ [MCP_STAMP.pendingOp]: "" }), {
+      step: `unmark ${name}`,
+    });
     return false;
   }
   await destroyIsxInstance(s.incus, name);

@@ -11,7 +11,7 @@
 
 import type { Instance } from "../../rpc/base.ts";
 import { isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "./holding.ts";
 import type { Session } from "./session.ts";
@@ -27,10 +27,7 @@ export async function takeOver(
   signal?: AbortSignal,
 ): Promise<Instance> {
   const name = inst.name;
-  await s.incus.updateInstance(name, (i) => ({
-    ...i,
-    config: { ...i.config, ...stampConfig(s.holderStamps()) },
-  }), { step: `adopt ${name}` });
+  await s.incus.updateInstance(name, withStamps(s.holderStamps()), { step: `adopt ${name}` });
   let back = (await s.incus.getInstance(name)).value;
   if (readStamps(back.config)[MCP_STAMP.session] !== s.deps.id) {
     throw new RefusalError("not_held", `another session adopted "${name}" first`);

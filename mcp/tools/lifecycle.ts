@@ -10,7 +10,7 @@
 
 import { z } from "zod";
 import { isNotFound } from "../../rpc/base.ts";
-import { readStamps, STAMP, stampConfig } from "../host/stamps.ts";
+import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";
 import { RefusalError } from "../errors.ts";
 import { MCP_STAMP } from "../session/holding.ts";
@@ -114,10 +114,9 @@ const keep = tool({
   async run(args, { session: s }) {
     await s.requireHeld(args.instance);
     const at = new Date(s.deps.now()).toISOString();
-    await s.incus.updateInstance(args.instance, (i) => ({
-      ...i,
-      config: { ...i.config, ...stampConfig({ [MCP_STAMP.kept]: at }) },
-    }), { step: `keep ${args.instance}` });
+    await s.incus.updateInstance(args.instance, withStamps({ [MCP_STAMP.kept]: at }), {
+      step: `keep ${args.instance}`,
+    });
     const held = s.held.get(args.instance);
     if (held) held.kept = true;
     return {
