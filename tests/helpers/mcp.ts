@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import Ajv2020 from "ajv/dist/2020.js";
-import { programArgs, ROOT } from "./spawn.ts";
+import { programArgs, type ProgramHandle, ROOT, spawnProgram } from "./spawn.ts";
 
 /** A throwaway user: HOME and XDG dirs under one temp directory. */
 export interface McpHome {
@@ -75,6 +75,32 @@ export function mcpCommand(
 ): { args: string[]; env: Record<string, string> } {
   const env = { ...Deno.env.toObject(), ...home.env };
   return { args: programArgs(["mcp", ...extra], { env, prog: "isx", cwd: home.dir }), env };
+}
+
+/**
+ * A fresh `isx mcp` spoken to line by line, past `initialize` (handshake era): for tests that
+ * signal or kill the server mid-call, which an SDK client would not survive.
+ */
+export async function rawServer(
+  home: McpHome,
+  client: string,
+  extra: string[] = [],
+): Promise<ProgramHandle> {
+  const { env } = mcpCommand(home);
+  const p = spawnProgram(["mcp", ...extra], { env, prog: "isx", cwd: home.dir });
+  try {
+    await p.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: client } },
+    });
+    await p.readJson();
+    return p;
+  } catch (e) {
+    await p[Symbol.asyncDispose]();
+    throw e;
+  }
 }
 
 /** An SDK client connected to a fresh `isx mcp` (live tests: `extra: ["--no-preflight"]`). */

@@ -11,8 +11,7 @@ import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
-import { call, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
-import { spawnProgram } from "../helpers/spawn.ts";
+import { call, connect, makeHome, rawServer, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
 /** No proxy runs in these tests (its port is 9): the preflight is skipped. */
@@ -146,21 +145,9 @@ Deno.test({
         await c.close();
       }
       await t.step("SIGTERM releases the session's instances as orphans", async () => {
-        const { env } = mcpCommand(h, NP);
-        const p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });
+        const p = await rawServer(h, "term", NP);
         let name = "";
         try {
-          await p.send({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: {
-              protocolVersion: "2025-11-25",
-              capabilities: {},
-              clientInfo: { name: "term" },
-            },
-          });
-          await p.readJson();
           await p.send({
             jsonrpc: "2.0",
             id: 2,

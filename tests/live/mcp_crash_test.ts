@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { createIncusClient, type Instance } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
-import { call, connect, makeHome, mcpCommand, type McpHome } from "../helpers/mcp.ts";
+import { call, connect, makeHome, mcpCommand, type McpHome, rawServer } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
@@ -51,15 +51,7 @@ async function killMidCreate(
   when: (i: Instance) => boolean,
   what: string,
 ): Promise<Instance> {
-  const { env } = mcpCommand(h);
-  await using p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });
-  await p.send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "crashy" } },
-  });
-  await p.readJson();
+  await using p = await rawServer(h, "crashy", NP);
   await p.send({
     jsonrpc: "2.0",
     id: 2,
