@@ -19,6 +19,12 @@ LAUNCH_SOURCES=(cli/flags.ts cli/args.ts cli/argv.ts cli/launch.ts cli/permissio
 LAUNCH_ENV=(HOME XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_RUNTIME_DIR TMPDIR
   INCUS_SOCKET INCUS_DIR ISB_ORG INCUS_PROJECT ISX_PROG ISX_DENO INCUS_REMOTE INCUS_CONF)
 
+# Nothing the launchers start reaches out: Deno's daily release check (a DNS lookup and an
+# HTTPS request to its download host) is off, for main.ts and cli/flags.ts alike, and for
+# every process they start (the background proxy inherits it). tests/launcher_test.ts runs
+# a start under strace and finds no DNS lookup.
+export DENO_NO_UPDATE_CHECK=1
+
 # deno: ISX_DENO, else the first on PATH (looked up without a subshell), else npm's copy
 deno="${ISX_DENO:-}"
 if [[ -z "$deno" ]]; then
@@ -82,10 +88,22 @@ if [[ "$key" != *$'\n'* && -f "$cache" && -O "$cache" ]]; then
   fi
 fi
 if [[ ${#launch_flags[@]} -eq 0 ]]; then
-  mapfile -t launch_flags < <(ISX_PROG="$prog" "$deno" run --quiet --no-prompt --allow-read \
-    --allow-env --allow-sys=uid --config "$root/deno.json" "$root/cli/flags.ts" "$@")
-  if [[ ${#launch_flags[@]} -eq 0 ]]; then
-    echo "$prog: could not compute the permission flags (cli/flags.ts failed)" >&2
+  # flags are the lines starting with --; anything else is deno's error, said in one line
+  mapfile -t got < <(ISX_PROG="$prog" "$deno" run --quiet --no-prompt --cached-only --allow-read \
+    --allow-env --allow-sys=uid --config "$root/deno.json" "$root/cli/flags.ts" "$@" 2>&1 ||
+    echo "exit status $?")
+  launch_err=""
+  for l in "${got[@]}"; do
+    if [[ "$l" == --* ]]; then
+      launch_flags+=("$l")
+    elif [[ -z "$launch_err" && "$l" =~ [^[:space:]] ]]; then
+      launch_err="${l#"${l%%[![:space:]]*}"}"
+    fi
+  done
+  if [[ ${#launch_flags[@]} -eq 0 || -n "$launch_err" ]]; then
+    [[ "$launch_err" == *"--cached-only"* || "$launch_err" == *"not found in cache"* ]] &&
+      launch_err+=" (run bash scripts/install-deno.sh to cache the dependencies)"
+    echo "$prog: cannot start: computing the permission flags failed: ${launch_err:-no output}" >&2
     exit 1
   fi
   if [[ "$key" != *$'\n'* ]] && mkdir -p "${cache%/*}" 2>/dev/null; then

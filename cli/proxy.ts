@@ -35,7 +35,8 @@ traffic. A credentials file with no credentials yet (what isx init writes) is fi
 proxy runs and names the namespaces that have none. See docs/proxy.md.
 
   run (default)  serve in the foreground until SIGINT/SIGTERM
-  start          start in the background; waits until /health answers
+  start          start in the background; waits until /health answers and what
+                 it needs holds (exit 2 if still retrying after 30 s)
   stop           stop the background proxy
   restart        stop, then start
   status         the proxy's state, its build against this isx's ("drift"), missing
@@ -43,6 +44,8 @@ proxy runs and names the namespaces that have none. See docs/proxy.md.
                    0 running          answers, DNS points at it, on the bridge's gateway
                    1 not_running      nothing answers: isx proxy start
                    2 waiting_for_dns  answers, but the bridge DNS does not point at it yet
+                   2 converging       answers, but still retries what it needs (nft
+                                      tables, the instance listing); see --json's why
                    2 stale_dns        nothing answers, but the bridge DNS still points at it
                    2 stale_gateway    answers on an address that is no longer the gateway
                    3 unknown          something else answers on the ops port

@@ -2,14 +2,22 @@
  * Starting and stopping the background proxy: `isx proxy start` runs this same program
  * again (`deno run <union flags> main.ts proxy run`, or the compiled binary with
  * `proxy run`), detached, logging to the log file, and returns once `/health` answers with
- * that child's pid; a child that fails prints its reason (the log's "start failed" line)
- * and the log's path. `stop` presents the token the proxy wrote (mode 0600) to
+ * that child's pid and everything it needs holds (its `converging` list is empty: the bridge
+ * DNS, the nft tables, the instance listing, which it retries with backoff), or says which
+ * do not yet when the wait ends; a child that fails prints its reason (the log's "start
+ * failed" line) and the log's path. `stop` presents the token the proxy wrote (mode 0600) to
  * `POST /shutdown`, so stopping needs no right to signal processes.
  *
  * @module
  */
 
-import { type HealthInfo, readRunFiles, removeRunFiles, runPaths } from "../proxy/mod.ts";
+import {
+  type HealthInfo,
+  readRunFiles,
+  removeRunFiles,
+  runLockFree,
+  runPaths,
+} from "../proxy/mod.ts";
 import { IsbError } from "../rpc/errors.ts";
 import type { CliContext } from "./command.ts";
 import { unionFlags } from "./permissions.ts";
@@ -110,12 +118,23 @@ export async function start(ctx: CliContext, url: string): Promise<number> {
   let exited: Deno.CommandStatus | undefined;
   child.status.then((s) => (exited = s));
   const deadline = Date.now() + 30_000;
+  let answered: HealthInfo | undefined;
   while (Date.now() < deadline && !exited) {
     const p = await probe(ctx, url);
-    if (p.state === "running" && p.pid === child.pid) {
+    if (p.state === "running" && p.pid === child.pid) answered = p.health;
+    const pending = pendingNeeds(answered);
+    if (answered && (pending.length === 0 || Date.now() + 200 >= deadline)) {
       child.unref();
       out(`isx proxy: started (pid ${child.pid}); ops ${url}; log ${paths.log}`);
-      const missing = (p.health as { missingCredentials?: string[] }).missingCredentials ?? [];
+      if (pending.length) {
+        out(
+          `isx proxy: still retrying what it needs: ${
+            pending.map((n) => `${n.need} (${n.error})`).join("; ")
+          }; see isx proxy status`,
+        );
+        return 2;
+      }
+      const missing = (answered as { missingCredentials?: string[] }).missingCredentials ?? [];
       if (missing.length) {
         out(
           `isx proxy: no credential yet for: ${missing.join(", ")}; their placeholders go ` +
@@ -125,7 +144,14 @@ export async function start(ctx: CliContext, url: string): Promise<number> {
       }
       return 0;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, answered ? 100 : 200));
+  }
+  if (answered && !exited) {
+    child.unref();
+    throw new IsbError(
+      "not_ready",
+      `start proxy: pid ${child.pid} answered, then stopped answering; log: ${paths.log}`,
+    );
   }
   const text = await Deno.readTextFile(paths.log).catch(() => "");
   const tail = new TextDecoder().decode(enc.encode(text).slice(logStart)).trim().split("\n").slice(
@@ -143,6 +169,12 @@ export async function start(ctx: CliContext, url: string): Promise<number> {
       (reason ? `: ${JSON.parse(`"${reason}"`)}` : tail ? `:\n${tail}` : "") +
       `; log: ${paths.log}`,
   );
+}
+
+/** The needs a `/health` body says do not hold yet (none for an older proxy). */
+function pendingNeeds(h: HealthInfo | undefined): { need: string; error: string }[] {
+  const c = (h as { converging?: unknown } | undefined)?.converging;
+  return Array.isArray(c) ? c.filter((n) => typeof n?.need === "string") : [];
 }
 
 /** `isx proxy stop`. */
@@ -170,7 +202,11 @@ export async function stopProxy(ctx: CliContext, url: string): Promise<number> {
   }
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if ((await probe(ctx, url)).state !== "running") {
+    // stopped = its ops port closed and its cleanup (bridge DNS, nft tables) done: it holds
+    // proxy.lock until then (a restart's start would otherwise race that cleanup)
+    if (
+      (await probe(ctx, url)).state !== "running" && await runLockFree(ctx.perm.stateDir)
+    ) {
       out(`isx proxy: stopped (pid ${pid})`);
       return 0;
     }

@@ -11,6 +11,7 @@
 
 import {
   type CustomRule,
+  holdRunLock,
   newToken,
   removeRunFiles,
   Secret,
@@ -88,6 +89,11 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
   let stop!: () => void;
   const stopped = new Promise<void>((r) => (stop = r));
   const token = newToken();
+  // a previous proxy of this home still cleaning up (a restart) finishes before this one
+  // writes the bridge DNS and its nft tables (proxy/host/_runfiles.ts)
+  const lock = await holdRunLock(ctx.perm.stateDir, {
+    onWait: () => log.info("proxy: waiting for the previous proxy of this home to finish stopping"),
+  });
   let proxy;
   try {
     proxy = await startHostProxy({
@@ -99,6 +105,7 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
   } catch (e) {
     // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
     log.error("proxy: start failed", { error: (e as Error).message });
+    lock.release();
     file?.close();
     throw e;
   }
@@ -113,6 +120,7 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
   await removeRunFiles(ctx.perm.stateDir, Deno.pid);
   await proxy.close();
   log.info("proxy: stopped", { pid: Deno.pid });
+  lock.release();
   file?.close();
   return 0;
 }

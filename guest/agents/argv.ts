@@ -6,6 +6,10 @@
  * Likewise `get_diff`'s guest half (guest/diff): the task directory, the cwd's tree for
  * finding repositories at run 1, the temporary directory and git. Pure.
  *
+ * Every guest Deno process starts through {@link GUEST_DENO_ENV} (`env
+ * DENO_NO_UPDATE_CHECK=1 deno …`): Deno's daily release check would look up and call its
+ * download host from the guest, through the proxy, and count as the agent's traffic.
+ *
  * @module
  */
 
@@ -31,6 +35,9 @@ export const AGENT_RUNNER_FILES = [
 /** One of the runner's files. */
 export type AgentRunnerFile = typeof AGENT_RUNNER_FILES[number];
 
+/** What every guest `deno` command line starts with: the release check off (issue 19). */
+export const GUEST_DENO_ENV: readonly string[] = ["/usr/bin/env", "DENO_NO_UPDATE_CHECK=1"];
+
 /** Where a runner starts. */
 export interface RunnerPlace {
   /** The guest's deno binary. */
@@ -55,6 +62,7 @@ export function agentRunnerArgv(p: RunnerPlace): string[] {
     throw new TypeError(`invalid task directory "${p.dir}": an absolute path without ..`);
   }
   return [
+    ...GUEST_DENO_ENV,
     p.deno,
     "run",
     "--no-config",
@@ -103,6 +111,7 @@ export function diffRunnerArgv(
     if (cmd.timeoutMs !== undefined) args.push("--timeout-ms", String(cmd.timeoutMs));
   }
   return [
+    ...GUEST_DENO_ENV,
     p.deno,
     "run",
     "--no-config",

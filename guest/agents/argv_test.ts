@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { agentRunnerArgv, agentRunScript } from "./mod.ts";
+import { agentRunnerArgv, agentRunScript, diffRunnerArgv } from "./mod.ts";
 import { parseRunnerArgs } from "./main.ts";
 
 const PLACE = {
@@ -43,4 +43,22 @@ Deno.test("agentRunnerArgv and parseRunnerArgs carry the ask mode, run 1 only", 
   assert.equal(parseRunnerArgs(args.slice(0, -2)).mode, "task");
   assert.throws(() => parseRunnerArgs([...args.slice(0, 3), "2", ...args.slice(4)]), /--mode/);
   assert.throws(() => parseRunnerArgs([...args.slice(0, -1), "shell"]), /--mode must be/);
+});
+
+Deno.test("agentRunnerArgv and diffRunnerArgv start deno with its release check off", () => {
+  for (
+    const argv of [
+      agentRunnerArgv(PLACE),
+      agentRunnerArgv({ ...PLACE, mode: "ask" }),
+      diffRunnerArgv(PLACE, { sub: "record", cwd: "/home/agentuser/proj" }),
+      diffRunnerArgv(PLACE, { sub: "diff" }),
+    ]
+  ) {
+    assert.deepEqual(argv.slice(0, 4), [
+      "/usr/bin/env",
+      "DENO_NO_UPDATE_CHECK=1",
+      PLACE.deno,
+      "run",
+    ]);
+  }
 });

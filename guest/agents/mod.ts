@@ -29,6 +29,7 @@ export {
   agentRunScript,
   type DiffCommand,
   diffRunnerArgv,
+  GUEST_DENO_ENV,
   type RunnerPlace,
 } from "./argv.ts";
 export { opencodeModel } from "./opencode.ts";

@@ -39,6 +39,8 @@ export interface ProxyHealth {
   missingCredentials?: string[] | undefined;
   /** Where it runs from. */
   programDir?: string | null | undefined;
+  /** What it needs that does not hold yet (retried with backoff); absent: an older proxy. */
+  converging?: { need: string; error: string; attempts?: number }[] | undefined;
   /** Its listen addresses. */
   listen?: { tls?: string | undefined; forward?: string | undefined } | undefined;
 }
@@ -63,6 +65,7 @@ const FIELDS: Record<string, [Check, "nullable"?]> = {
   authError: [str, "nullable"],
   missingCredentials: [strs],
   programDir: [str, "nullable"],
+  converging: [(v) => Array.isArray(v) && v.every((x) => obj(x) && str(x.need) && str(x.error))],
   listen: [(v) => obj(v) && [v.tls, v.forward].every((x) => x === undefined || str(x))],
 };
 
@@ -166,10 +169,11 @@ export function versionDrift(h: ProxyHealth, own: OwnBuild): Drift {
   return { kind: "restart", detail: `${what}: restart recommended (isx proxy restart)` };
 }
 
-/** The six states of `isx proxy status`. */
+/** The states of `isx proxy status` (the spec's six, and `converging`). */
 export const PROXY_STATES = [
   "running",
   "waiting_for_dns",
+  "converging",
   "not_running",
   "stale_dns",
   "stale_gateway",
@@ -183,6 +187,7 @@ export const PROXY_STATE_EXIT: Record<ProxyState, number> = {
   running: 0,
   not_running: 1,
   waiting_for_dns: 2,
+  converging: 2,
   stale_dns: 2,
   stale_gateway: 2,
   unknown: 3,
@@ -229,10 +234,21 @@ export function classifyProxy(f: ProxyFacts): { state: ProxyState; why: string }
       why: `it listens on ${listening}, but the gateway is now ${want}: isx proxy restart`,
     };
   }
-  if (f.dnsManaged && h.dnsConfigured === false) {
+  const pending = h.converging ?? [];
+  const dns = pending.find((p) => p.need === "dns");
+  if (f.dnsManaged && (h.dnsConfigured === false || dns)) {
     return {
       state: "waiting_for_dns",
-      why: "the bridge DNS does not point at it yet (see isx proxy logs; isx proxy restart)",
+      why: dns
+        ? `the bridge DNS does not point at it yet, retrying (${dns.error}); see isx proxy logs`
+        : "the bridge DNS does not point at it yet (see isx proxy logs; isx proxy restart)",
+    };
+  }
+  if (pending.length) {
+    return {
+      state: "converging",
+      why: `retrying what it needs: ${pending.map((p) => `${p.need} (${p.error})`).join("; ")}; ` +
+        "see isx proxy logs",
     };
   }
   return { state: "running", why: "" };

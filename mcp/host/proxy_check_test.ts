@@ -42,7 +42,9 @@ const base: ProxyFacts = {
   dnsBlockGateway: "10.77.0.1",
 };
 
-Deno.test("classifyProxy gives each of the six states its case and exit code", () => {
+const pend = (need: string) => ({ need, error: `${need}: HTTP 500`, attempts: 2 });
+
+Deno.test("classifyProxy gives each of the seven states its case and exit code", () => {
   const cases: [Partial<ProxyFacts>, string][] = [
     [{}, "running"],
     [{ read: { kind: "ok", health: { ...H, dnsConfigured: false } } }, "waiting_for_dns"],
@@ -50,6 +52,15 @@ Deno.test("classifyProxy gives each of the six states its case and exit code", (
       { read: { kind: "ok", health: { ...H, dnsConfigured: false } }, dnsManaged: false },
       "running",
     ],
+    // a need still retried (issue 19): never running, the DNS one named as such
+    [{ read: { kind: "ok", health: { ...H, converging: [pend("dns")] } } }, "waiting_for_dns"],
+    [{ read: { kind: "ok", health: { ...H, converging: [pend("guard")] } } }, "converging"],
+    [{ read: { kind: "ok", health: { ...H, converging: [pend("registry")] } } }, "converging"],
+    [
+      { read: { kind: "ok", health: { ...H, converging: [pend("dns")] } }, dnsManaged: false },
+      "converging",
+    ],
+    [{ read: { kind: "ok", health: { ...H, converging: [] } } }, "running"],
     [{ read: { kind: "down" }, dnsBlockGateway: undefined }, "not_running"],
     [{ read: { kind: "down" } }, "stale_dns"],
     [{ read: { kind: "down" }, dnsManaged: false }, "not_running"],
@@ -68,6 +79,12 @@ Deno.test("classifyProxy gives each of the six states its case and exit code", (
   equal(PROXY_STATE_EXIT.running, 0);
   equal(PROXY_STATE_EXIT.not_running, 1);
   equal(PROXY_STATE_EXIT.stale_dns, 2);
+  equal(PROXY_STATE_EXIT.converging, 2);
+  const why = classifyProxy({
+    ...base,
+    read: { kind: "ok", health: { ...H, converging: [pend("conn_limit")] } },
+  }).why;
+  equal(why.includes("conn_limit (conn_limit: HTTP 500)"), true, why);
   equal(PROXY_STATE_EXIT.unknown, 3);
 });
 

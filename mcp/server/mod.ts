@@ -102,6 +102,22 @@ export function serveMcp(o: ServeOptions): McpServer {
     clientName = name;
     if (b) b.session.clientName = name;
   };
+  // mcp.log says which client connected and which era it speaks (issue 19): one line per
+  // client, era and protocol version seen on this connection
+  const noted = new Set<string>();
+  let discovered = false;
+  const noteClient = (era: string, protocol: unknown, info: unknown) => {
+    const i = (typeof info === "object" && info) ? info as Record<string, unknown> : {};
+    const name = typeof i.name === "string" ? i.name : "unknown";
+    const version = typeof i.version === "string" ? i.version : "unknown";
+    const proto = typeof protocol === "string" ? protocol : "none";
+    const key = JSON.stringify([era, proto, name, version]);
+    if (noted.has(key)) return;
+    noted.add(key);
+    const detail = `client=${JSON.stringify(name)} version=${JSON.stringify(version)} ` +
+      `protocol=${JSON.stringify(proto)}`;
+    whenLoaded(() => b!.session.audit({ tool: "connect", outcome: era, ms: 0, detail }));
+  };
   const { send, reply, cacheable, fail } = out;
 
   const inflight = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
@@ -166,6 +182,10 @@ export function serveMcp(o: ServeOptions): McpServer {
     }
     const info = metaOf(params)[META.clientInfo] as { name?: unknown } | undefined;
     if (modern && typeof info?.name === "string") setClientName(info.name);
+    if (method === "server/discover") {
+      discovered = true;
+      noteClient("server/discover", version, info);
+    } else if (modern && !discovered) noteClient("stateless", version, info);
     if (modern) sessionStart();
     switch (method) {
       case "initialize": {
@@ -175,6 +195,7 @@ export function serveMcp(o: ServeOptions): McpServer {
           clientInfo?: { name?: unknown };
         };
         if (typeof p.clientInfo?.name === "string") setClientName(p.clientInfo.name);
+        noteClient("initialize", p.protocolVersion, p.clientInfo);
         const caps = (typeof p.capabilities === "object" && p.capabilities) || {};
         reply(id, {
           protocolVersion: negotiate(p.protocolVersion),

@@ -3,6 +3,9 @@
  * counted of an instance's traffic, read from its `/activity`; nothing runs in the instance.
  * Fields the proxy has no value for are omitted (never a placeholder); `idle_seconds` only
  * while no model call is in flight; `counting_since` only once the proxy knows the instance.
+ * The proxy knows instances of every project, outside `default` as `<project>/<name>`
+ * (proxy/callers/_identity.ts), so the session's project (`--project`, `INCUS_PROJECT`)
+ * names the entry.
  *
  * @module
  */
@@ -13,6 +16,11 @@ import { RefusalError } from "../errors.ts";
 import { InstanceName, tool } from "./def.ts";
 
 const N = z.number().int();
+
+/** The name the proxy's `/activity` gives instance `name` of `project` (pure). */
+export function proxyInstanceKey(project: string, name: string): string {
+  return project && project !== "default" ? `${project}/${name}` : name;
+}
 
 const Output = z.strictObject({
   instance: z.string(),
@@ -71,7 +79,7 @@ const activity = tool({
       const wire = parseActivity(got.body);
       rec = toRecord(args.instance, {
         model_usage_providers: wire.model_usage_providers,
-        entry: wire.instances[args.instance],
+        entry: wire.instances[proxyInstanceKey(s.deps.incus.project, args.instance)],
       });
     } catch (e) {
       throw new RefusalError("unavailable", `the isx proxy's /activity: ${(e as Error).message}`);

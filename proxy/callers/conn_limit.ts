@@ -8,8 +8,8 @@
  * open to one of the ports. Host-terminated traffic is tracked on every kernel (unlike
  * bridge conntrack, which the bridge guard avoids), so this table holds where the guard does.
  *
- * Written once when the proxy starts, removed when it stops; a proxy without CAP_NET_ADMIN
- * logs that the limit is off and keeps serving.
+ * Written when the proxy starts (retried with backoff until it holds, proxy/host/_converge.ts;
+ * `isx proxy status` is not `running` before), removed when it stops.
  *
  * @module
  */
@@ -65,21 +65,50 @@ export function connLimitRemoveScript(table = CONN_LIMIT_TABLE): string {
   return `table inet ${table}\ndelete table inet ${table}\n`;
 }
 
-/** Installs the limit; resolves to a function that removes it (a no-op if it never held). */
+/** The limit as a need of the proxy: `apply` writes it (throws on failure), `remove` undoes it. */
+export interface ConnLimitTable {
+  /** Writes the table (replacing any earlier one); throws with nft's message. */
+  apply(): Promise<void>;
+  /** Removes the table if this proxy ever wrote it (never throws). */
+  remove(): Promise<void>;
+}
+
+/** The limit for `spec` in table `table` (nothing is written until `apply`). */
+export function connLimitTable(
+  run: NftRunner,
+  spec: ConnLimitSpec,
+  table = CONN_LIMIT_TABLE,
+): ConnLimitTable {
+  if (!/^[a-z][a-z0-9_]{0,30}$/.test(table)) throw new TypeError(`limit table "${table}"`);
+  const script = connLimitScript(spec, table);
+  let written = false;
+  return {
+    async apply() {
+      await run(script);
+      written = true;
+    },
+    async remove() {
+      if (!written) return;
+      written = false;
+      await run(connLimitRemoveScript(table)).catch(() => {});
+    },
+  };
+}
+
+/** Installs the limit once; resolves to a function that removes it (a no-op if it never held). */
 export async function installConnLimit(
   run: NftRunner,
   spec: ConnLimitSpec,
   table = CONN_LIMIT_TABLE,
 ): Promise<() => Promise<void>> {
-  if (!/^[a-z][a-z0-9_]{0,30}$/.test(table)) throw new TypeError(`limit table "${table}"`);
+  const limit = connLimitTable(run, spec, table);
   try {
-    await run(connLimitScript(spec, table));
+    await limit.apply();
   } catch (e) {
     log.warn(
       "proxy: kernel connection limit off: a guest can hold sockets the proxy has dropped (run the proxy with CAP_NET_ADMIN)",
       { error: String((e as Error)?.message ?? e) },
     );
-    return () => Promise.resolve();
   }
-  return () => run(connLimitRemoveScript(table)).catch(() => {});
+  return () => limit.remove();
 }

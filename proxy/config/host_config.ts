@@ -13,6 +13,7 @@
  *   gateway: 10.77.0.1        # default: the bridge's ipv4.address
  *   ports: { tls: 443, forward: 3128, health: 18080 }
  *   dns: true                 # keep the bridge's raw.dnsmasq block up to date
+ *   nft_prefix: isx           # its nft tables: <prefix>_guard, <prefix>_connlimit
  *   domains: [registry.npmjs.org]
  *   hosts: { anthropic: [api.anthropic.com] }
  *   limits: { connections_per_instance: 256, header_timeout: 30s, keepalive_timeout: 2m,
@@ -57,6 +58,7 @@ function checkBlock(v: unknown): ProxyConfig {
     "gateway",
     "ports",
     "dns",
+    "nft_prefix",
     "domains",
     "hosts",
     "limits",
@@ -93,6 +95,10 @@ function checkBlock(v: unknown): ProxyConfig {
       health: port(ports.health, [...P, "ports", "health"], DEFAULT_PORTS.health),
     },
     dns: o.dns === undefined ? true : boolean(o.dns, [...P, "dns"]),
+    nft_prefix: o.nft_prefix === undefined ? "isx" : string(o.nft_prefix, [...P, "nft_prefix"], {
+      re: /^[a-z][a-z0-9_]{0,20}$/,
+      what: "a lowercase name of at most 21 letters, digits and underscores",
+    }),
     domains: o.domains === undefined ? [] : names(o.domains, [...P, "domains"]),
     limits: {
       connections_per_instance: limits.connections_per_instance === undefined
@@ -133,6 +139,11 @@ export interface ProxyConfig {
   ports: { tls: number; forward: number; health: number };
   /** Whether to keep the bridge's `raw.dnsmasq` block up to date. */
   dns: boolean;
+  /**
+   * The prefix of the proxy's nft tables (`<prefix>_guard`, `<prefix>_connlimit`): a second
+   * proxy on the host (a test's) keeps its own and never replaces or removes the first's.
+   */
+  nft_prefix: string;
   /** More intercepted domains. */
   domains: string[];
   /** Replacement hosts per provider namespace. */

@@ -8,6 +8,7 @@ const DEFAULTS = {
   proxy_only_subnets: "10.78.0.0/16",
   ports: { ...DEFAULT_PORTS },
   dns: true,
+  nft_prefix: "isx",
   domains: [],
   limits: {
     connections_per_instance: 256,
@@ -32,6 +33,7 @@ proxy:
   gateway: 10.77.0.1
   ports: { tls: 8443, forward: 0 }
   dns: false
+  nft_prefix: isxtest_ab12
   domains: [registry.npmjs.org]
   hosts: { anthropic: [api.anthropic.com] }
   limits: { connections_per_instance: 9, header_timeout: 5s, keepalive_timeout: 90,
@@ -44,6 +46,7 @@ proxy:
     gateway: "10.77.0.1",
     ports: { tls: 8443, forward: 0, health: DEFAULT_PORTS.health },
     dns: false,
+    nft_prefix: "isxtest_ab12",
     domains: ["registry.npmjs.org"],
     hosts: { anthropic: ["api.anthropic.com"] },
     limits: {
@@ -76,6 +79,11 @@ Deno.test("parseProxyConfig refuses a wrong field by name, and broken YAML by li
       "proxy.proxy_only_subnets: expected a /16",
     ],
     ["proxy: { dns: yes }", "invalid", "proxy.dns: expected true or false"],
+    [
+      "proxy: { nft_prefix: 'isx; flush ruleset' }",
+      "invalid",
+      "proxy.nft_prefix: expected a lowercase name",
+    ],
     ["proxy: { domains: x.y }", "invalid", "proxy.domains: expected a list"],
     ["proxy: { hosts: { gitlab: [x] } }", "invalid", "proxy.hosts.gitlab: unknown field"],
     [

@@ -22,6 +22,7 @@ import type { ActivityCounter } from "../activity/counter.ts";
 import { normalizeAddress } from "../callers/clients.ts";
 import { isLoopback } from "../relay/upstream.ts";
 import { constantTimeEqual } from "../config/secret.ts";
+import type { PendingNeed } from "./_converge.ts";
 
 /** The header carrying the shutdown token. */
 export const SHUTDOWN_HEADER = "x-isx-proxy-token";
@@ -52,6 +53,12 @@ export interface HealthInfo {
   missingCredentials: string[];
   /** Where the running program lives (a restart from elsewhere runs another build). */
   programDir: string | null;
+  /**
+   * What the proxy needs that does not hold yet (the bridge DNS, the nft tables, a first
+   * listing of the instances), each retried with backoff: `isx proxy status` is `running`
+   * only when this is empty.
+   */
+  converging: PendingNeed[];
   /** Start time (epoch ms). */
   startedAt: number;
   /** Where to listen. */
@@ -69,6 +76,7 @@ export type HealthStatus = Pick<
   | "authError"
   | "missingCredentials"
   | "programDir"
+  | "converging"
 >;
 
 /** What the ops handler needs. */

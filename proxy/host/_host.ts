@@ -19,8 +19,8 @@ import {
 import { memberOnly } from "../callers/member.ts";
 import { loadCa } from "../tls/ca.ts";
 import { ClientRegistry, incusSource } from "../callers/clients.ts";
-import { BridgeGuard, nftBinary } from "../callers/guard.ts";
-import { installConnLimit } from "../callers/conn_limit.ts";
+import { BridgeGuard, GUARD_TABLE, nftBinary } from "../callers/guard.ts";
+import { CONN_LIMIT_TABLE, connLimitTable } from "../callers/conn_limit.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
 import { loadProxyConfig, type ProxyConfig } from "../config/host_config.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
@@ -31,6 +31,7 @@ import { EgressSecrets } from "../egress/secrets.ts";
 import { bridgeInfoOf, EgressListeners } from "../egress/serve.ts";
 import { type ProxyHandle, startProxy } from "./_start.ts";
 import { BridgeFollower, proxyOnlyGateway } from "./_proxy_only.ts";
+import { Converger } from "./_converge.ts";
 import { Policy } from "../config/policy.ts";
 
 /** Where `isx proxy` finds things. */
@@ -103,44 +104,75 @@ export async function startHostProxy(
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const guard = new BridgeGuard(nftBinary());
+    // the tables are named by proxy.nft_prefix: another proxy's (a test's) are not ours
+    const tables = nftTables(config.nft_prefix);
+    const guard = new BridgeGuard(nftBinary(), tables.guard);
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
     const member = paths.incus?.target;
-    const registry = new ClientRegistry(incusSource(member ? memberOnly(incus, member) : incus), {
+    const source = incusSource(member ? memberOnly(incus, member) : incus);
+    let listError = "no listing yet";
+    const registry = new ClientRegistry({
+      listInstances: () =>
+        source.listInstances().catch((e) => {
+          listError = String((e as Error)?.message ?? e);
+          throw e;
+        }),
+      ...(source.events ? { events: source.events.bind(source) } : {}),
+    }, {
       now: Date.now,
       onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
     });
     cleanup.unshift(() => registry.close());
+    // Every need is retried with backoff until it holds (issue 19); `/health` lists the ones
+    // that do not yet (`converging`), and `isx proxy status` is `running` only without any.
+    const needs = new Converger();
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
     registry.start().catch(() => {});
+    void needs.need("registry", async () => {
+      await registry.refresh();
+      if (registry.known() === undefined) {
+        throw new IsbError("connect", `list the instances: ${listError}`);
+      }
+    });
+    void needs.need("guard", async () => {
+      await registry.refresh();
+      if (!guard.active) {
+        throw new IsbError(
+          "io",
+          `write nft table bridge ${tables.guard}: not written (the listing failed, or nft ` +
+            "refused: the proxy needs CAP_NET_ADMIN; see isx proxy logs)",
+        );
+      }
+    });
     const egress = new EgressSecrets({ dir: `${paths.isbStateDir}/egress` });
     await egress.start();
     cleanup.unshift(() => egress.close());
     let dnsConfigured = false;
     if (config.dns) {
-      try {
-        await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway });
-        dnsConfigured = true;
-        // a clean stop takes the block away, so a leftover block means a proxy that died
-        // (`isx proxy status`: stale_dns) rather than one that was stopped
-        cleanup.unshift(() =>
-          applyDns(incus, config.bridge, { names: [], gateway }).then(
-            () => {},
-            (e) =>
-              log.warn("proxy: could not remove the bridge DNS block", {
-                bridge: config.bridge,
-                error: (e as Error).message,
-              }),
-          )
-        );
-      } catch (e) {
-        log.warn("proxy: could not set the bridge DNS", {
-          bridge: config.bridge,
-          error: (e as Error).message,
-        });
-      }
+      // a clean stop takes the block away, so a leftover block means a proxy that died
+      // (`isx proxy status`: stale_dns) rather than one that was stopped; registered before
+      // the retries, so they stop first (cleanup runs last-in first)
+      cleanup.unshift(() =>
+        applyDns(incus, config.bridge, { names: [], gateway }).then(
+          () => {},
+          (e) =>
+            log.warn("proxy: could not remove the bridge DNS block", {
+              bridge: config.bridge,
+              error: (e as Error).message,
+            }),
+        )
+      );
+      // the first attempt is awaited (a restart's PATCH can race the old dnsmasq: retried)
+      dnsConfigured = await needs.need("dns", async () => {
+        try {
+          await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway });
+        } catch (e) {
+          throw new IsbError("api", `set the DNS of ${config.bridge}: ${(e as Error).message}`);
+        }
+      });
     }
+    cleanup.unshift(() => needs.close());
     const status = async (): Promise<HealthStatus> => {
       const drifted = await watch.drifted();
       let authError: string | null = null;
@@ -165,6 +197,7 @@ export async function startHostProxy(
         authError,
         missingCredentials: missing,
         programDir: paths.programDir ?? null,
+        converging: needs.pending(),
       };
     };
     const handle = await startProxy({
@@ -202,13 +235,25 @@ export async function startHostProxy(
     });
     cleanup.unshift(() => handle.close());
     // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here
-    cleanup.unshift(
-      await installConnLimit(nftBinary(), {
-        ports: [config.ports.tls, config.ports.forward],
-        perSource: 2 * config.limits.connections_per_instance,
-        interfaces: [config.bridge, config.proxy_only_bridge],
-      }),
-    );
+    const limit = connLimitTable(nftBinary(), {
+      ports: [config.ports.tls, config.ports.forward],
+      perSource: 2 * config.limits.connections_per_instance,
+      interfaces: [config.bridge, config.proxy_only_bridge],
+    }, tables.connLimit);
+    cleanup.unshift(() => limit.remove());
+    await needs.need("conn_limit", async () => {
+      try {
+        await limit.apply();
+      } catch (e) {
+        throw new IsbError(
+          "io",
+          `write nft table inet ${tables.connLimit}: ${(e as Error).message} (the proxy needs ` +
+            "CAP_NET_ADMIN)",
+        );
+      }
+    });
+    // the retries stop before the table is removed (cleanup runs last-in first)
+    cleanup.unshift(() => needs.close());
     const listeners = new EgressListeners({
       clients: registry,
       counter: handle.counter,
@@ -237,6 +282,13 @@ export async function startHostProxy(
     for (const f of cleanup) await f();
     throw e;
   }
+}
+
+/** The proxy's nft tables for `proxy.nft_prefix` (`isx`: the historical names). */
+export function nftTables(prefix: string): { guard: string; connLimit: string } {
+  return prefix === "isx"
+    ? { guard: GUARD_TABLE, connLimit: CONN_LIMIT_TABLE }
+    : { guard: `${prefix}_guard`, connLimit: `${prefix}_connlimit` };
 }
 
 /** The follower that serves the proxy-only bridge's gateway (listeners and DNS). */

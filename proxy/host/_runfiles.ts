@@ -61,3 +61,48 @@ export async function removeRunFiles(stateDir: string, pid?: number): Promise<vo
   const p = runPaths(stateDir);
   for (const f of [p.pid, p.token]) await Deno.remove(f).catch(() => {});
 }
+
+/** The lock a running proxy holds for its whole life, cleanup included (see {@link holdRunLock}). */
+export function runLockPath(stateDir: string): string {
+  return `${runPaths(stateDir).dir}/proxy.lock`;
+}
+
+/**
+ * Takes `proxy.lock` (an exclusive `flock`) and holds it until `release` or the process's end
+ * (the kernel drops it even after a crash). A proxy still removing its bridge DNS block and
+ * nft tables after its ops port closed holds it, so the next proxy of this state directory
+ * (a restart's) waits for it: otherwise the old one's cleanup would undo the new one's
+ * writes. `onWait` runs once when the lock is taken by another process.
+ */
+export async function holdRunLock(
+  stateDir: string,
+  opts: { onWait?: () => void } = {},
+): Promise<{ release(): void }> {
+  await Deno.mkdir(runPaths(stateDir).dir, { recursive: true, mode: 0o700 });
+  const f = await Deno.open(runLockPath(stateDir), { create: true, write: true, mode: 0o600 });
+  try {
+    if (!(await f.tryLock(true))) {
+      opts.onWait?.();
+      await f.lock(true);
+    }
+  } catch (e) {
+    f.close();
+    throw new IsbError("io", `lock "${runLockPath(stateDir)}": ${(e as Error).message}`);
+  }
+  return { release: () => f.close() };
+}
+
+/** True when no process holds `proxy.lock` (no lock file: an older proxy, or none ran). */
+export async function runLockFree(stateDir: string): Promise<boolean> {
+  let f: Deno.FsFile;
+  try {
+    f = await Deno.open(runLockPath(stateDir), { read: true });
+  } catch {
+    return true;
+  }
+  try {
+    return await f.tryLock(true);
+  } finally {
+    f.close();
+  }
+}

@@ -170,6 +170,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       authError: null,
       missingCredentials: [],
       programDir: null,
+      converging: [],
     };
     const health = async (): Promise<HealthInfo> => ({
       version: VERSION,

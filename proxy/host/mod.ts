@@ -4,7 +4,9 @@
  * assembles everything from the user's files for `isx proxy`, the ops port (`_health.ts`:
  * `/health`, `/activity`, `/accounts`, `/ca.crt`), the bridge's DNS (`dns.ts`), isx's
  * proxy-only bridge once it exists (`_proxy_only.ts`, served through the listeners a running
- * proxy adds and removes, `_extra_listens.ts`) and the run files (`_runfiles.ts`).
+ * proxy adds and removes, `_extra_listens.ts`), the run files and the lock a proxy holds until
+ * its cleanup is done (`_runfiles.ts`), and the retries of what it needs from Incus and the
+ * kernel until each holds (`_converge.ts`).
  *
  * @module
  */
