@@ -4,7 +4,8 @@
 # then drives a sandbox through `isb rpc` (scripts/demo.ts prints every protocol line), and
 # drives `isx mcp` as a program would (scripts/demo_mcp.ts): it runs `isx init`, approves
 # tpl-minimal in ~/.config/isx/mcp.yaml unless that file exists, builds tpl-minimal when it
-# is missing and starts the proxy when it is not running.
+# is missing and starts the proxy when it is not running. As root it puts `isx` and `isb` on
+# PATH: links in /usr/local/bin to this checkout's launchers (which find Deno themselves).
 # Idempotent: a re-run reuses everything and recreates the demo sandbox and instance.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +20,17 @@ fi
   "$root/scripts/demo.ts" "$@"
 
 isx="$root/bin/isx"
+# `isx` and `isb` as commands (docs/mcp.md: `claude mcp add ... -- isx mcp`); a file there
+# that is not a link is someone else's and stays
+if [ "$(id -u)" = 0 ] && [ -d /usr/local/bin ]; then
+  for p in isx isb; do
+    if [ -L "/usr/local/bin/$p" ] || [ ! -e "/usr/local/bin/$p" ]; then
+      ln -sfn "$root/bin/$p" "/usr/local/bin/$p"
+    else
+      echo "demo: /usr/local/bin/$p exists and is not a link; left as it is" >&2
+    fi
+  done
+fi
 "$isx" init >/dev/null
 mcp_yaml="${XDG_CONFIG_HOME:-$HOME/.config}/isx/mcp.yaml"
 [ -e "$mcp_yaml" ] || printf 'templates: [tpl-minimal]\n' >"$mcp_yaml"

@@ -54,7 +54,8 @@ die() { log "ERROR: $*"; exit 1; }
 #    (daemon + containers) instead of `incus`: the latter only adds qemu/swtpm/incus-agent for
 #    VMs, and VMs cannot work on this kernel anyway (no vhost_vsock, see notes).
 # ---------------------------------------------------------------------------------------------
-PKGS=(incus-base incus-client lxcfs dnsmasq-base nftables uidmap mmdebstrap debootstrap btrfs-progs zstd xz-utils curl)
+PKGS=(incus-base incus-client lxcfs dnsmasq-base nftables uidmap mmdebstrap debootstrap btrfs-progs zstd xz-utils curl
+  strace) # strace: tests/launcher_host_test.ts (a launcher start makes no DNS lookup)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
