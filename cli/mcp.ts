@@ -11,6 +11,7 @@
  */
 
 import { serveMcp } from "../mcp/server/mod.ts";
+import { auditLine, fileAuditor } from "../mcp/audit.ts";
 import { log } from "../rpc/log.ts";
 import { parseCommandArgs, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
@@ -57,16 +58,34 @@ Options:
     // cannot open (a bad --remote, say) ends the process with its error
     let opened: Promise<McpProcessBackend> | undefined;
     let failure: { error: unknown } | undefined;
+    // the session's id, made here (newSessionId's `<pid>-<start>`) so the connect line the
+    // server writes before the session loads carries it too
+    const id = `${Deno.pid}-${Date.now()}`;
+    const audit = fileAuditor(`${ctx.perm.stateDir}/mcp/mcp.log`);
+    const onClient = (c: { era: string; protocol: string; name: string; version: string }) =>
+      audit(auditLine({
+        session: id,
+        tool: "connect",
+        outcome: c.era,
+        ms: 0,
+        detail: `client=${JSON.stringify(c.name)} version=${JSON.stringify(c.version)} ` +
+          `protocol=${JSON.stringify(c.protocol)}`,
+      }, new Date()));
     const backend = () => {
       opened ??= importModule<{ openMcpBackend: typeof openMcpBackend }>("mcp_backend.ts")
-        .then((m) => m.openMcpBackend(ctx, skip));
+        .then((m) => m.openMcpBackend(ctx, skip, id));
       opened.catch((error) => {
         failure ??= { error };
         void server.shutdown();
       });
       return opened;
     };
-    const server = serveMcp({ input: Deno.stdin.readable, output: Deno.stdout.writable, backend });
+    const server = serveMcp({
+      input: Deno.stdin.readable,
+      output: Deno.stdout.writable,
+      backend,
+      onClient,
+    });
     // a long-lived server must not die of one stray rejection (a guest's exec socket reset
     // while its instance stopped, seen in tests): it is logged, the session goes on
     const onRejection = (e: PromiseRejectionEvent) => {

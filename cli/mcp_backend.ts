@@ -40,8 +40,12 @@ export interface McpProcessBackend extends McpBackend {
   close(): void;
 }
 
-/** Opens the backend of `isx mcp` (`skip`: `--no-preflight`). */
-export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBackend {
+/** Opens the backend of `isx mcp` (`skip`: `--no-preflight`; `sessionId`: given by cli/mcp.ts). */
+export function openMcpBackend(
+  ctx: CliContext,
+  skip: boolean,
+  sessionId?: string,
+): McpProcessBackend {
   const { configDir, stateDir, home, cwd } = ctx.perm;
   const client = createIncusClient({
     ...incusOptions(ctx),
@@ -50,7 +54,7 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
   });
   const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
   const tasks = engineTasks(createTaskEngine({ incus: client }));
-  const id = newSessionId(Deno.pid, Date.now());
+  const id = sessionId ?? newSessionId(Deno.pid, Date.now());
   // liveness: this process holds a lock on its session file until it dies
   // (mcp/host/session_locks.ts)
   const locks = new SessionLocks(`${stateDir}/mcp/sessions`);

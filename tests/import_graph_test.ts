@@ -71,6 +71,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/server/mod.ts",
       "mcp/mod.ts",
       "mcp/tool_rules.ts", // what `isx proxy run` needs of mcp/, without the layer (issue 11)
+      "mcp/audit.ts", // isx mcp's connect line in mcp.log, written before the session loads
       // `isx mcp` and the instance commands take only the parts they use (issue 11: start-up)
       "mcp/host/mod.ts",
       "mcp/host/config.ts", // these five: `isx list` (cli/list.ts), without the rest of mcp/

@@ -117,3 +117,33 @@ Deno.test("mcp.log keeps a hostile client name on its own line, quoted", async (
   assert.match(lines[0]!, / tool=connect outcome=initialize ms=0 detail=client="x\\" *\\n2026/);
   assert.match(lines[0]!, / version="unknown" protocol="2025-11-25"$/);
 });
+
+Deno.test("mcp.log has the connect line even when the client kills the server right after tools/list", async () => {
+  // Codex 0.171 ends its MCP servers outright when its run ends: the line cannot wait for the
+  // session to load
+  const home = makeHome({ init: false });
+  const { env } = mcpCommand(home);
+  {
+    await using p = spawnProgram(["mcp"], { env, prog: "isx", cwd: home.dir });
+    await p.send({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "codex-mcp-client", title: "Codex", version: "0.171.0" },
+      },
+    });
+    await p.readJson();
+    await p.send({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
+    await p.readJson();
+    p.child.kill("SIGKILL");
+    await p.child.status;
+  }
+  const log = await Deno.readTextFile(`${home.stateDir}/mcp/mcp.log`).catch(() => "");
+  assert.match(
+    log,
+    / tool=connect outcome=initialize ms=0 detail=client="codex-mcp-client" version="0\.171\.0" protocol="2025-06-18"\n$/,
+  );
+});

@@ -32,7 +32,7 @@ import { lines } from "../../rpc/jsonl.ts";
 import type { TaskChange } from "../session/mod.ts";
 import type { McpBackend, McpServer, ServeOptions } from "./types.ts";
 
-export type { McpBackend, McpServer, ServeOptions } from "./types.ts";
+export type { ClientSeen, McpBackend, McpServer, ServeOptions } from "./types.ts";
 import { catalogTools } from "../tools/catalog.ts";
 import { ProtocolFault } from "../tools/fault.ts";
 import { outbox } from "./_outbox.ts";
@@ -102,21 +102,23 @@ export function serveMcp(o: ServeOptions): McpServer {
     clientName = name;
     if (b) b.session.clientName = name;
   };
-  // mcp.log says which client connected and which era it speaks (issue 19): one line per
-  // client, era and protocol version seen on this connection
+  // which client connected and which era it speaks (issue 19), told once per client, era
+  // and protocol version seen on this connection, at once (mcp.log; the backend may never load)
   const noted = new Set<string>();
   let discovered = false;
   const noteClient = (era: string, protocol: unknown, info: unknown) => {
+    if (!o.onClient) return;
     const i = (typeof info === "object" && info) ? info as Record<string, unknown> : {};
-    const name = typeof i.name === "string" ? i.name : "unknown";
-    const version = typeof i.version === "string" ? i.version : "unknown";
-    const proto = typeof protocol === "string" ? protocol : "none";
-    const key = JSON.stringify([era, proto, name, version]);
+    const c = {
+      era,
+      protocol: typeof protocol === "string" ? protocol : "none",
+      name: typeof i.name === "string" ? i.name : "unknown",
+      version: typeof i.version === "string" ? i.version : "unknown",
+    };
+    const key = JSON.stringify(c);
     if (noted.has(key)) return;
     noted.add(key);
-    const detail = `client=${JSON.stringify(name)} version=${JSON.stringify(version)} ` +
-      `protocol=${JSON.stringify(proto)}`;
-    whenLoaded(() => b!.session.audit({ tool: "connect", outcome: era, ms: 0, detail }));
+    o.onClient(c);
   };
   const { send, reply, cacheable, fail } = out;
 

@@ -39,6 +39,24 @@ export interface ServeOptions {
   idleLoadMs?: number;
   /** How long cancelled calls get to wind down at the end (default 10 s). */
   windDownMs?: number;
+  /**
+   * Told, as soon as a client names itself, which client it is and which era it speaks
+   * (`initialize`, `server/discover`, or `stateless`: modern requests with no discover
+   * first), once per distinct value on this connection. `isx mcp` writes it to mcp.log.
+   */
+  onClient?: (c: ClientSeen) => void;
+}
+
+/** A client as the server saw it. */
+export interface ClientSeen {
+  /** `initialize`, `server/discover` or `stateless`. */
+  era: string;
+  /** The protocol version it asked for (`none` when it named none). */
+  protocol: string;
+  /** `clientInfo.name` (`unknown` when absent). */
+  name: string;
+  /** `clientInfo.version` (`unknown` when absent). */
+  version: string;
 }
 
 /** A running server. */

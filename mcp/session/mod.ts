@@ -7,7 +7,7 @@
 
 export * from "./config.ts";
 export * from "./holding.ts";
-export * from "./audit.ts";
+export * from "../audit.ts";
 export * from "../host/session_locks.ts";
 export * from "./types.ts";
 export * from "./session.ts";

@@ -18,7 +18,7 @@ import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, withStamps } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { holdRefusal, MCP_STAMP, type Standing, standing } from "./holding.ts";
-import { type AuditEntry, auditLine } from "./audit.ts";
+import { type AuditEntry, auditLine } from "../audit.ts";
 
 /** The task machinery the tools use (an adapter over the guest task engine, mcp/tasks). */
 export interface TaskService {

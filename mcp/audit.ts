@@ -4,6 +4,10 @@
  * Details are credential-scrubbed, flattened to one line and cut at 500 characters, so
  * nothing a command printed can forge a line or leak a token.
  *
+ * At the top of `mcp/`, apart from the session: `isx mcp` writes a connection's `tool=connect`
+ * line (which client, which era) the moment the client names itself, before the session and
+ * its modules load (cli/mcp.ts; a client may kill the server right after `tools/list`).
+ *
  * @module
  */
 
