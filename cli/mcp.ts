@@ -30,7 +30,8 @@ agent on this host or a program of your own. Both MCP eras are answered: clients
 start with initialize (2024-11-05 … 2025-11-25) and stateless 2026-07-28 clients
 (server/discover, per-request _meta).
 
-Register it with Claude Code:   claude mcp add isx -- isx mcp
+Register it with Claude Code:   claude mcp add -s user isx -- isx mcp
+With Codex:                     codex mcp add isx -- isx mcp
 Other clients:                  {"mcpServers": {"isx": {"command": "isx", "args": ["mcp"]}}}
 
 Agents may use only the templates approved in ~/.config/isx/mcp.yaml (or the mcp: block
