@@ -20,6 +20,7 @@ export {
   agentRunScript,
   type DiffCommand,
   diffRunnerArgv,
+  GUEST_DENO_ENV,
   type ResultEvent,
   type RunnerPlace,
 } from "./agents/mod.ts";

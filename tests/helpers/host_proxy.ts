@@ -67,6 +67,8 @@ export class HostProxy implements AsyncDisposable {
         clients: registry,
         upstreamOverrides: { [domain]: mock.origin },
         allowLoopbackTargets: true,
+        // the forward proxy looks up no name (counted, then refused): nothing leaves the host
+        resolve: (host) => Promise.reject(new Error(`the test proxy resolves no name (${host})`)),
       });
       return new HostProxy({ mock, domain, proxy, registry, tmp });
     } catch (e) {
@@ -85,6 +87,18 @@ export class HostProxy implements AsyncDisposable {
   /** The ops port on loopback. */
   get healthPort(): number {
     return this.#proxy.addrs.health[0]!.port;
+  }
+
+  /** The forward proxy's port on the gateway. */
+  get forwardPort(): number {
+    return this.#proxy.addrs.forward.port;
+  }
+
+  /** The `/activity` entry of `<project>/<name>`, or undefined when it has none. */
+  async activity(key: string): Promise<Record<string, unknown> | undefined> {
+    const res = await fetch(`http://127.0.0.1:${this.healthPort}/activity`);
+    const body = await res.json() as { instances?: Record<string, Record<string, unknown>> };
+    return body.instances?.[key];
   }
 
   /** The `proxy:` block of an isx home whose `isx mcp` uses this proxy and `lab`. */
