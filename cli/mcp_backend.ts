@@ -68,7 +68,12 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
     readConfig: () => readMcpConfig(configDir),
     // never the project-local layer: isx mcp uses only what the user's own layers define
     definitions: () =>
-      loadDefinitions({ configDir, searchPaths: readHostConfig(configDir, home).searchPaths }),
+      loadDefinitions({
+        configDir,
+        searchPaths: readHostConfig(configDir, home).searchPaths,
+        home,
+        protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
+      }),
     async proxyPlace() {
       const p = await proxyConfig();
       return {

@@ -164,6 +164,8 @@ export interface HostPathContext {
   realPath(path: string): string | undefined;
   /** The protected roots ({@link protectedHostPaths}). */
   roots: readonly string[];
+  /** Who refuses, in messages (`isb rpc` by default; `isx` for template files). */
+  who?: string;
 }
 
 /** `path` with `~`, `~/…`, `$HOME…` and `${HOME}…` expanded, made absolute and normalised. */
@@ -221,7 +223,9 @@ export function checkHostPath(
   if (canon === undefined) {
     throw new IsbError(
       "invalid",
-      `${what}: cannot resolve ${abs}: isb rpc may not read it, so it cannot tell where it ` +
+      `${what}: cannot resolve ${abs}: ${
+        c.who ?? "isb rpc"
+      } may not read it, so it cannot tell where it ` +
         "leads; use a path under the project's directory",
       { data: { key, path } },
     );
@@ -234,14 +238,15 @@ function refuseIn(
   what: string,
   path: string,
   key: string,
-  c: { roots: readonly string[]; file?: boolean },
+  c: { roots: readonly string[]; file?: boolean; who?: string },
 ): void {
   const under = protectedRoot(path, c.roots);
   const holds = c.file ? undefined : exposedRoot(path, c.roots);
   if (under === undefined && holds === undefined) return;
+  const who = c.who ?? "isb rpc";
   const how = under !== undefined
-    ? `is under ${under}, which isb rpc never reads`
-    : `holds ${holds}, which isb rpc never exposes`;
+    ? `is under ${under}, which ${who} never reads`
+    : `holds ${holds}, which ${who} never exposes`;
   throw new IsbError("invalid", `${what} ${how}: ${WHY}`, { data: { key, path } });
 }
 
@@ -261,6 +266,7 @@ export async function checkHostFile(
     home: c.home,
     baseDir: c.baseDir,
     roots: c.roots,
+    ...(c.who ? { who: c.who } : {}),
     realPath: (p) => (p === abs ? real : undefined),
     file: true,
   });
