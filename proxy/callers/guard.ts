@@ -72,12 +72,14 @@ const quote = (names: Iterable<string>) => [...names].map((n) => `"${n}"`).join(
  * Both tables as one `nft -f` script: created if missing, deleted, written anew (so the
  * swap is one transaction). `ports` are every running NIC Incus lists, for the bridges the
  * guarded entries are on. Values that do not look like a port, bridge, MAC or address are
- * left out, so nothing from Incus reaches nft unchecked. Pure.
+ * left out, so nothing from Incus reaches nft unchecked. `device: false` leaves the `netdev`
+ * table out (untouched), for a kernel that refuses it. Pure.
  */
 export function guardScript(
   entries: readonly GuardEntry[],
   table = GUARD_TABLE,
   ports: readonly BridgePort[] = [],
+  opts: { device?: boolean } = {},
 ): string {
   const pre: string[] = [];
   const own: string[][] = [];
@@ -120,18 +122,7 @@ export function guardScript(
     ...pre,
     ...deny,
   ];
-  return [
-    `table bridge ${table}`,
-    `delete table bridge ${table}`,
-    `table netdev ${table}`,
-    `delete table netdev ${table}`,
-    `table bridge ${table} {`,
-    `\tchain pre {`,
-    `\t\ttype filter hook prerouting priority -300; policy accept;`,
-    ...rules.map((r) => `\t\t${r}`),
-    `\t}`,
-    ...own.flatMap((c, i) => [`\tchain own_${i} {`, ...c.map((r) => `\t\t${r}`), `\t}`]),
-    `}`,
+  const device = opts.device === false ? [] : [
     `table netdev ${table} {`,
     ...[...bridges].sort().flatMap((b, i) => [
       `\tchain up_${i} {`,
@@ -140,13 +131,29 @@ export function guardScript(
       `\t}`,
     ]),
     `}`,
+  ];
+  return [
+    `table bridge ${table}`,
+    `delete table bridge ${table}`,
+    ...(opts.device === false ? [] : [`table netdev ${table}`, `delete table netdev ${table}`]),
+    `table bridge ${table} {`,
+    `\tchain pre {`,
+    `\t\ttype filter hook prerouting priority -300; policy accept;`,
+    ...rules.map((r) => `\t\t${r}`),
+    `\t}`,
+    ...own.flatMap((c, i) => [`\tchain own_${i} {`, ...c.map((r) => `\t\t${r}`), `\t}`]),
+    `}`,
+    ...device,
     "",
   ].join("\n");
 }
 
 /** The script that removes both tables (if present). */
-export function guardRemoveScript(table = GUARD_TABLE): string {
-  return `table bridge ${table}\ndelete table bridge ${table}\ntable netdev ${table}\ndelete table netdev ${table}\n`;
+export function guardRemoveScript(table = GUARD_TABLE, opts: { device?: boolean } = {}): string {
+  const bridge = `table bridge ${table}\ndelete table bridge ${table}\n`;
+  return opts.device === false
+    ? bridge
+    : `${bridge}table netdev ${table}\ndelete table netdev ${table}\n`;
 }
 
 /** Runs one `nft -f -` script (throws with nft's message on failure). */
@@ -199,27 +206,46 @@ export class BridgeGuard {
   async sync(entries: readonly GuardEntry[], ports: readonly BridgePort[] = []): Promise<void> {
     const script = guardScript(entries, this.#table, ports);
     if (script === this.#applied) return;
+    let error: unknown;
     try {
       await this.#run(script);
       this.#applied = script;
       if (this.#failed) log.info("proxy: bridge guard installed");
       this.#failed = false;
+      return;
     } catch (e) {
-      this.#applied = undefined;
+      error = e;
+    }
+    // A kernel that refuses the bridge-device chain (no netdev family, or an older one that
+    // cannot hook a device that is not there) still gets the port rules.
+    try {
+      await this.#run(guardScript(entries, this.#table, ports, { device: false }));
+      this.#applied = script;
       if (!this.#failed) {
         log.warn(
-          "proxy: bridge guard off: instances without filters could forge a pinned instance's address (run the proxy with CAP_NET_ADMIN)",
-          { error: String((e as Error)?.message ?? e) },
+          "proxy: bridge guard without its bridge-device chain: a port that started since the last listing could reach the host with tagged frames",
+          { error: String((error as Error)?.message ?? error) },
         );
       }
       this.#failed = true;
+      return;
+    } catch { /* the error that counts is the first one */ }
+    this.#applied = undefined;
+    if (!this.#failed) {
+      log.warn(
+        "proxy: bridge guard off: instances without filters could forge a pinned instance's address (run the proxy with CAP_NET_ADMIN)",
+        { error: String((error as Error)?.message ?? error) },
+      );
     }
+    this.#failed = true;
   }
 
   /** Removes the tables. */
   async close(): Promise<void> {
     if (this.#applied === undefined) return;
     this.#applied = undefined;
-    await this.#run(guardRemoveScript(this.#table)).catch(() => {});
+    await this.#run(guardRemoveScript(this.#table)).catch(() =>
+      this.#run(guardRemoveScript(this.#table, { device: false })).catch(() => {})
+    );
   }
 }

@@ -195,3 +195,27 @@ Deno.test("instanceInfo: a pinned NIC is marked pinned; every running NIC's port
     { port: "vethbridged", bridge: "br0" },
   ]);
 });
+
+Deno.test("BridgeGuard keeps the port rules when the kernel refuses the bridge-device chain", async () => {
+  const ran: string[] = [];
+  const g = new BridgeGuard((script) => {
+    if (script.includes("hook ingress")) {
+      return Promise.reject(new TypeError("nft: No such file or directory"));
+    }
+    ran.push(script);
+    return Promise.resolve();
+  });
+  await g.sync([A], [{ port: "vethplain001", bridge: "incusbr0" }]);
+  ok(g.active);
+  equal(ran.length, 1);
+  ok(!ran[0]!.includes("netdev"), "the fallback leaves the netdev table alone");
+  ok(
+    ran[0]!.includes(
+      'iifname { "veth1a2b3c4d", "vethplain001" } ether type != { ip, arp, ip6 } drop',
+    ),
+  );
+  await g.sync([A], [{ port: "vethplain001", bridge: "incusbr0" }]);
+  equal(ran.length, 1, "the same listing is not written again");
+  await g.close();
+  equal(ran.at(-1), guardRemoveScript());
+});
