@@ -66,6 +66,13 @@ function projectOnly(src: InstanceSource, project: string): InstanceSource {
   };
 }
 
+/** Runs a command on the host (the test's own netns and veth only); its stdout, or throws. */
+async function host(args: string[]): Promise<string> {
+  const out = await new Deno.Command(args[0]!, { args: args.slice(1), stdin: "null" }).output();
+  if (!out.success) throw new Error(`${args.join(" ")}: ${dec.decode(out.stderr).trim()}`);
+  return dec.decode(out.stdout);
+}
+
 async function hostNeighbour(address: string, bridge: string): Promise<string> {
   const out = await new Deno.Command("ip", { args: ["neigh", "show", address, "dev", bridge] })
     .output();
@@ -85,6 +92,8 @@ Deno.test({
     const project = `i-frames-${id}`;
     const bridge = `ifr${id}`;
     const table = `isx_guard_${bridge}`;
+    const netns = `i-frames-${id}`;
+    const hostPort = `ifrh${id}`;
     const pc = incus.withProject(project);
     await using rig = await liveRig();
     const domain = `api-${id}.anthropic.isx-test`;
@@ -154,8 +163,8 @@ Deno.test({
         parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[0]!.port}/activity`)).json(),
         ).instances;
-      const curl = (extra: string, max = 8) =>
-        `curl -sS --max-time ${max} -o /dev/null -w '%{http_code}' --cacert /root/ca.crt ` +
+      const curl = (extra: string, max = 8, cacert = "/root/ca.crt") =>
+        `curl -sS --max-time ${max} -o /dev/null -w '%{http_code}' --cacert ${cacert} ` +
         `--resolve ${domain}:${port}:${gateway} ${extra} -H 'x-api-key: ${PLACEHOLDER}' ` +
         `-d '{}' https://${domain}:${port}/v1/messages`;
       const call = async (name: string, extra = "", max = 8) => {
@@ -321,6 +330,70 @@ Deno.test({
         });
       }
 
+      await t.step(
+        "a port no listing names (a veth of the test's own netns on its bridge) cannot reach the proxy as b behind tags",
+        async () => {
+          // what an instance is between its start and the listing that names its port: only the
+          // chain on the bridge device stands between its tagged frames and the host
+          await Deno.writeTextFile(`${dir}/ca.crt`, ca.certPem);
+          await host(["ip", "netns", "add", netns]);
+          await host([
+            "ip",
+            "link",
+            "add",
+            hostPort,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            netns,
+          ]);
+          await host(["ip", "link", "set", hostPort, "master", bridge, "up"]);
+          const inNs = (script: string) => host(["ip", "netns", "exec", netns, "sh", "-c", script]);
+          await inNs(
+            [
+              "ip link set lo up",
+              "ip link set eth0 up",
+              "ip link set eth0 promisc on",
+              "ip link add v0 type veth peer name v1",
+              "ip link set v0 mtu 65000",
+              "ip link set v1 mtu 65000",
+              "ip link set v1 up",
+              "ip link set v0 up",
+              `ip addr add ${ipB}/24 dev v0`,
+              `ip route replace ${subnet}.0/24 dev v0 src ${ipB} mtu lock 1400 advmss 1300`,
+            ].join(" && "),
+          );
+          for (const [i, tags] of ["8100:0,8100:0", "88a8:0,8100:0", "8100:0"].entries()) {
+            const mac = attackMac(3, i);
+            const before = await activity();
+            await inNs(
+              [
+                `ip link set v0 address ${mac}`,
+                `python3 ${FRAMES.pathname} garp eth0 ${ipB} ${mac} '${tags}'`,
+                `(python3 ${FRAMES.pathname} relay '${tags}' ${mac} >${dir}/relay.log 2>&1 & echo $! > ${dir}/relay.pid)`,
+                "sleep 0.3",
+                `python3 ${FRAMES.pathname} garp v0 ${ipB} ${mac} ''`,
+              ].join(" && "),
+            );
+            const n = up.requests.length;
+            const c = await inNs(`${curl(`--interface ${ipB}`, 5, `${dir}/ca.crt`)} || true`);
+            await inNs(`kill $(cat ${dir}/relay.pid); rm ${dir}/relay.pid`);
+            const seen = up.requests.slice(n).map((q) => q.headers["x-api-key"]);
+            ok(!seen.includes(REAL), `the upstream saw b's key from the unlisted port (${tags})`);
+            notEqual(c, "200", `the call as b from the unlisted port got ${c} (${tags})`);
+            const after = await activity();
+            equal(after[`${project}/${b}`]?.requests, before[`${project}/${b}`]?.requests);
+            ok(
+              !(await hostNeighbour(ipB, bridge)).includes(mac),
+              `the host's entry for b is ${mac}`,
+            );
+          }
+        },
+      );
+
       await t.step("after the attacks, b still gets its key and is counted once", async () => {
         const before = (await activity())[`${project}/${b}`]!;
         const r = await until("b to reach the proxy again", async () => {
@@ -335,6 +408,9 @@ Deno.test({
       await Promise.all(
         [b, plain, tpl, sandbox].map((n) => removeInstance(pc, n).catch(() => {})),
       );
+      await host(["sh", "-c", `[ ! -f ${dir}/relay.pid ] || kill $(cat ${dir}/relay.pid)`]).catch(() => {});
+      await host(["ip", "netns", "del", netns]).catch(() => {});
+      await host(["ip", "link", "del", hostPort]).catch(() => {});
       await proxy?.close();
       await registry?.close();
       await guard.close();
