@@ -408,7 +408,9 @@ Deno.test({
       await Promise.all(
         [b, plain, tpl, sandbox].map((n) => removeInstance(pc, n).catch(() => {})),
       );
-      await host(["sh", "-c", `[ ! -f ${dir}/relay.pid ] || kill $(cat ${dir}/relay.pid)`]).catch(() => {});
+      await host(["sh", "-c", `[ ! -f ${dir}/relay.pid ] || kill $(cat ${dir}/relay.pid)`]).catch(
+        () => {},
+      );
       await host(["ip", "netns", "del", netns]).catch(() => {});
       await host(["ip", "link", "del", hostPort]).catch(() => {});
       await proxy?.close();
