@@ -109,7 +109,8 @@ export async function startHostProxy(
     const member = paths.incus?.target;
     const registry = new ClientRegistry(incusSource(member ? memberOnly(incus, member) : incus), {
       now: Date.now,
-      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+      onListing: (list) =>
+        guard.sync(list.flatMap((i) => i.guard ?? []), list.flatMap((i) => i.ports ?? [])),
     });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
