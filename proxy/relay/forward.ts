@@ -24,7 +24,7 @@ import { callerOf, type EgressLookup } from "../callers/admit.ts";
 import type { Caller, CallerLookup } from "../callers/clients.ts";
 import type { Handoff } from "../callers/handoff.ts";
 import type { ActivityCounter } from "../activity/counter.ts";
-import { hostOnly, type Policy } from "../config/policy.ts";
+import type { Policy } from "../config/policy.ts";
 import { closeQuietly, type Gate, serveConns, type Served } from "../host/accept.ts";
 import { type Guard, type Resolver, targetAllowed } from "../egress/guard.ts";
 import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "../egress/dial.ts";
@@ -151,19 +151,28 @@ function reply(status: string, note = ""): Uint8Array {
   );
 }
 
-/** The one answer for a target that is refused or cannot be reached. */
-export function unreachable(host: string, port: number): Uint8Array {
-  return reply("502 Bad Gateway", `cannot connect to ${host}:${port}`);
+/**
+ * The one answer for a target that is refused, malformed or cannot be reached: the same
+ * bytes whatever the target, so a guest learns nothing about which it was.
+ */
+export function unreachable(): Uint8Array {
+  return reply("502 Bad Gateway", "cannot connect to the requested target");
 }
 
-/** `host:port` (or `[v6]:port`) → host and port (`defaultPort` when none is given). */
+/**
+ * `host:port` (or `[v6]:port`) → the host's text (lowercased, brackets kept, not yet parsed:
+ * proxy/egress/address.ts does that once, in the dial) and port (`defaultPort` when none is
+ * given); undefined for anything else (a bare IPv6, a port out of range).
+ */
 export function splitAuthority(
   authority: string,
   defaultPort: number,
-): { host: string; port: number } {
-  const host = hostOnly(authority);
-  const m = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""));
-  return { host, port: m ? Number(m[1]) : defaultPort };
+): { host: string; port: number } | undefined {
+  const m = /^(\[[^\]]*\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(authority);
+  if (!m) return undefined;
+  const port = m[2] === undefined ? defaultPort : Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: m[1]!.toLowerCase(), port };
 }
 
 /** Serves one forward-proxy connection to its end. */
@@ -186,7 +195,9 @@ export async function handleForward(
     if (!got) return;
     const [method = "", target = ""] = got.head.split("\r\n", 1)[0]!.split(" ");
     if (method === "CONNECT") {
-      const { host, port } = splitAuthority(target, 443);
+      const authority = splitAuthority(target, 443);
+      if (!authority) return await writeAll(conn, unreachable());
+      const { host, port } = authority;
       const intercepted = deps.policy.covers(host) || deps.egress?.covers(caller, host);
       if (intercepted && port === 443 && deps.mitmPort) {
         upstream = await Deno.connect({ hostname: "127.0.0.1", port: deps.mitmPort });
@@ -220,16 +231,19 @@ export async function handleForward(
     if (url.protocol !== "http:") {
       return await writeAll(conn, reply("400 Bad Request", "only http:// is forwarded"));
     }
+    // The host dialled is the target's own text, parsed once in the dial, not the URL
+    // parser's rewrite of it (which reads 012 as octal, %31 as 1 and takes user info).
+    const authority = splitAuthority(/^http:\/\/([^/?#]*)/i.exec(target)?.[1] ?? "", 80);
+    if (!authority) return await writeAll(conn, unreachable());
     const lines = got.head.split("\r\n").slice(1).filter((l) =>
       !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l)
     );
     const head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\n${
       lines.join("\r\n")
     }\r\nconnection: close\r\n\r\n`;
-    const port = url.port ? Number(url.port) : 80;
     return await tunnel(conn, { ...deps, guard, stopping }, caller, {
-      host: hostOnly(url.host),
-      port,
+      host: authority.host,
+      port: authority.port,
       first: got.rest,
       head: enc.encode(head),
     });
@@ -258,7 +272,7 @@ async function tunnel(
         instance: caller.name,
         error: String((e as Error)?.message ?? e),
       });
-      return await writeAll(conn, unreachable(t.host, t.port));
+      return await writeAll(conn, unreachable());
     }
     traffic.responded();
     if (t.head) {
