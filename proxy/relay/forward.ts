@@ -83,24 +83,38 @@ async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   while (off < data.length) off += await conn.write(data.subarray(off));
 }
 
-/** Reads one request head (up to 64 KiB) and what came after it; undefined at the end. */
+/**
+ * Reads one request head (up to 64 KiB) and what came after it; undefined at the end or
+ * over the cap. The buffer starts at 4 KiB and grows only as bytes come, so a stalled head
+ * (a slowloris) holds no more than it sent.
+ */
 export async function readHead(
   conn: Deno.Conn,
 ): Promise<{ head: string; rest: Uint8Array } | undefined> {
-  const buf = new Uint8Array(HEAD_CAP);
+  let buf = new Uint8Array(4096);
   let n = 0;
   while (n < HEAD_CAP) {
+    if (n === buf.length) {
+      const grown = new Uint8Array(Math.min(HEAD_CAP, buf.length * 4));
+      grown.set(buf);
+      buf = grown;
+    }
     const got = await conn.read(buf.subarray(n));
     if (got === null) return undefined;
+    const from = Math.max(0, n - 3);
     n += got;
-    const text = dec.decode(buf.subarray(0, n));
-    const end = text.indexOf("\r\n\r\n");
-    if (end >= 0) {
-      const headLen = enc.encode(text.slice(0, end + 4)).length;
-      return { head: text.slice(0, end), rest: buf.slice(headLen, n) };
-    }
+    const end = headEnd(buf, from, n);
+    if (end >= 0) return { head: dec.decode(buf.subarray(0, end)), rest: buf.slice(end + 4, n) };
   }
   return undefined;
+}
+
+/** Where `\r\n\r\n` starts in `buf[from, to)`, or -1. */
+function headEnd(buf: Uint8Array, from: number, to: number): number {
+  for (let i = from; i + 3 < to; i++) {
+    if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) return i;
+  }
+  return -1;
 }
 
 /**
