@@ -167,7 +167,7 @@ Deno.test({
         ...lan.map((a): [string, number] => [a, P]), // the host's LAN addresses
       ];
       for (const [host, port] of targets) {
-        const want = dec.decode(unreachable(host, port));
+        const want = dec.decode(unreachable());
         const via = await sh(
           incus,
           po,
