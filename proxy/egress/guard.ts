@@ -7,6 +7,10 @@
  * passed the allow-list as that address and is used as it is. The resolver comes in (tests
  * give a fake one; the system's is in proxy/egress/dial.ts); this module is pure.
  *
+ * Every check is on bytes: the host is parsed once (proxy/egress/address.ts), a form that is
+ * neither a canonical literal nor a plain name is refused, and the addresses returned are the
+ * bytes to dial, so what is checked is what is connected to.
+ *
  * The forward proxy (port 3128) uses the same checks with more rules ({@link targetAllowed}):
  * besides special addresses, the host's own addresses and every subnet of its interfaces
  * (the Incus bridges, the LAN), and IP literals are checked too.
