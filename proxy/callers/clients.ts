@@ -187,8 +187,14 @@ export interface IncusLike {
   ): Promise<AsyncIterable<{ metadata?: { action?: unknown } }> & { close(): void }>;
 }
 
-/** Adapts the Incus client: one listing of every project with state, and lifecycle events. */
-export function incusSource(client: IncusLike): InstanceSource {
+/**
+ * Adapts the Incus client: one listing of every project with state, and lifecycle events.
+ * `onRaw` also gets each listing as Incus sent it (the dashboard keeps its facts from it).
+ */
+export function incusSource(
+  client: IncusLike,
+  onRaw?: (list: readonly (Instance & { state?: InstanceState })[]) => void,
+): InstanceSource {
   return {
     async listInstances() {
       const r = await client.call("GET", "/1.0/instances", {
@@ -197,6 +203,7 @@ export function incusSource(client: IncusLike): InstanceSource {
       const list = (r.kind === "sync" ? r.metadata : []) as
         | (Instance & { state?: InstanceState })[]
         | null;
+      onRaw?.(list ?? []);
       return (list ?? []).map(instanceInfo);
     },
     async *events(signal: AbortSignal) {
