@@ -184,6 +184,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
+      // the dashboard's task reports (POST /tasks); never proxy.token, which stops the proxy
+      `${c.stateDir}/proxy/task-report.token`,
       `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
       // its own sources: the session half (cli/mcp_backend.ts) loads after the handshake
       ...["cli", "mcp", "rpc", "proxy"].map((d) => `${c.programDir}/${d}`),

@@ -172,7 +172,12 @@ export async function admit(
   if (route.kind === "fail") {
     traffic.end();
     log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
-    deps.counter.refusal({ kind: "policy", instance: caller.name, target: host, reason: route.message });
+    deps.counter.refusal({
+      kind: "policy",
+      instance: caller.name,
+      target: host,
+      reason: route.message,
+    });
     return answer(route.status, route.message);
   }
   const ops = [...route.ops];

@@ -13,8 +13,8 @@
 export {
   allowedHost,
   cookieName,
-  dashboardHandler,
   type DashboardDeps,
+  dashboardHandler,
   HEALTH_TTL_MS,
   MAX_STREAMS,
   TICK_MS,
@@ -24,8 +24,8 @@ export {
   type DashboardView,
   type HealthInfo as DashboardHealth,
   healthView,
-  instanceFacts,
   type InstanceFacts,
+  instanceFacts,
   InstanceShelf,
   type InstanceView,
 } from "./view.ts";

@@ -184,7 +184,9 @@ export function dashboardHandler(deps: DashboardDeps): (req: Request) => Promise
     if (port === undefined) {
       return text(421, "the dashboard answers only at 127.0.0.1:<port> or localhost:<port>");
     }
-    if (req.method !== "GET" && req.method !== "HEAD") return text(405, "the dashboard is read-only");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return text(405, "the dashboard is read-only");
+    }
     const url = new URL(req.url);
     const cookie = cookieName(port);
     const given = url.searchParams.get("token");

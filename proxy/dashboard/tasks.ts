@@ -10,7 +10,7 @@
  * @module
  */
 
-import { integer, optional, string, strictMapping } from "../config/shape.ts";
+import { integer, optional, strictMapping, string } from "../config/shape.ts";
 
 /** The state words (spec §3.3) plus `released` (another session adopted the instance). */
 export const TASK_STATES = ["running", "finished", "attached", "lost", "released"] as const;

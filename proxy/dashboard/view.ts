@@ -144,7 +144,9 @@ export interface DashboardView {
 /** The health block and its problems, each with what to do. */
 export function healthView(h: HealthInfo): HealthView {
   const problems: string[] = [];
-  if (h.authError) problems.push(`credentials.yaml: ${h.authError} (fix it, then isx proxy restart)`);
+  if (h.authError) {
+    problems.push(`credentials.yaml: ${h.authError} (fix it, then isx proxy restart)`);
+  }
   if (h.configDrifted) {
     problems.push(
       `changed since start: ${h.configDriftedFiles.join(", ")} (isx proxy restart applies it)`,

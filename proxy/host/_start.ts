@@ -204,9 +204,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
             tasks,
             health,
             loopbackPorts: () =>
-              healthServers.filter((s) => isLoopbackName(s.addr.hostname)).map((s) =>
-                s.addr.port
-              ),
+              healthServers.filter((s) => isLoopbackName(s.addr.hostname)).map((s) => s.addr.port),
             signal: abort.signal,
             now,
           }),

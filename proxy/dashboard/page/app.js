@@ -52,8 +52,9 @@ function renderHealth(h) {
   const b = $("health");
   b.textContent = `proxy ${h.state}`;
   b.className = `badge ${h.state === "running" ? "ok" : "warn"}`;
-  $("proxy-facts").textContent =
-    `pid ${h.pid} · ${h.version} · up ${ago(Date.now() - h.started_at)} · CA ${h.ca_fingerprint.slice(0, 16)}…`;
+  $("proxy-facts").textContent = `pid ${h.pid} · ${h.version} · up ${
+    ago(Date.now() - h.started_at)
+  } · CA ${h.ca_fingerprint.slice(0, 16)}…`;
   const p = $("problems");
   p.hidden = h.problems.length === 0;
   p.replaceChildren(...h.problems.map((t) => el("li", {}, t)));
@@ -62,30 +63,43 @@ function renderHealth(h) {
 function renderInstances(list) {
   $("n-instances").textContent = list.length ? `(${list.length})` : "";
   $("no-instances").hidden = list.length > 0;
-  replace($("instances").tBodies[0], list.map((i) => {
-    const flags = [];
-    if (i.type === "build") flags.push(el("span", { class: "chip" }, "build"));
-    if (i.standing && i.standing !== "held") {
-      flags.push(el("span", { class: i.standing === "orphaned" ? "chip warn" : "chip" }, i.standing));
-    }
-    if (i.ca_outdated) flags.push(el("span", { class: "chip bad", title: "isx start repairs it" }, "CA out of date"));
-    const holder = i.holder
-      ? `${i.holder.client || "?"}${i.holder.pid ? ` (pid ${i.holder.pid})` : ""}`
-      : "–";
-    return el(
-      "tr",
-      { "data-instance": i.name },
-      el("td", {}, el("code", {}, i.name)),
-      el("td", {}, i.template || "–"),
-      el("td", { class: `state-${i.status}`, "data-field": "status" }, i.status),
-      el("td", { title: i.holder ? `session ${i.holder.session}` : "" }, holder),
-      el("td", { class: "wrap" }, i.purpose || "–"),
-      el("td", { "data-age": Date.parse(i.created_at) }, ago(Date.now() - Date.parse(i.created_at))),
-      el("td", {}, el("code", {}, i.address || "–")),
-      el("td", {}, i.network || "–"),
-      el("td", {}, flags),
-    );
-  }));
+  replace(
+    $("instances").tBodies[0],
+    list.map((i) => {
+      const flags = [];
+      if (i.type === "build") flags.push(el("span", { class: "chip" }, "build"));
+      if (i.standing && i.standing !== "held") {
+        flags.push(
+          el("span", { class: i.standing === "orphaned" ? "chip warn" : "chip" }, i.standing),
+        );
+      }
+      if (i.ca_outdated) {
+        flags.push(
+          el("span", { class: "chip bad", title: "isx start repairs it" }, "CA out of date"),
+        );
+      }
+      const holder = i.holder
+        ? `${i.holder.client || "?"}${i.holder.pid ? ` (pid ${i.holder.pid})` : ""}`
+        : "–";
+      return el(
+        "tr",
+        { "data-instance": i.name },
+        el("td", {}, el("code", {}, i.name)),
+        el("td", {}, i.template || "–"),
+        el("td", { class: `state-${i.status}`, "data-field": "status" }, i.status),
+        el("td", { title: i.holder ? `session ${i.holder.session}` : "" }, holder),
+        el("td", { class: "wrap" }, i.purpose || "–"),
+        el(
+          "td",
+          { "data-age": Date.parse(i.created_at) },
+          ago(Date.now() - Date.parse(i.created_at)),
+        ),
+        el("td", {}, el("code", {}, i.address || "–")),
+        el("td", {}, i.network || "–"),
+        el("td", {}, flags),
+      );
+    }),
+  );
 }
 
 function seriesData(s) {
@@ -109,24 +123,39 @@ function renderCards(list) {
     if (!c) {
       const nums = el("div", { class: "nums" });
       const chart = el("div", { class: "chart" });
-      const card = el("div", { class: "card", "data-card": i.name }, el("h3", {}, i.name), nums, chart);
+      const card = el(
+        "div",
+        { class: "card", "data-card": i.name },
+        el("h3", {}, i.name),
+        nums,
+        chart,
+      );
       box.append(card);
       const width = Math.max(200, chart.clientWidth || 300);
-      const plot = new uPlot({
-        width,
-        height: 150,
-        legend: { show: true, live: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } },
-        axes: [{ stroke: "#888", size: 30 }, { stroke: "#888", size: 44 }],
-        series: [
-          {},
-          { label: "in", stroke: "#2f6fdb", width: 1.5, points: { show: true, size: 4 } },
-          { label: "out", stroke: "#d9480f", width: 1.5, points: { show: true, size: 4 } },
-          { label: "cache read", stroke: "#2b8a3e", width: 1.5, points: { show: true, size: 4 } },
-          { label: "cache write", stroke: "#ae3ec9", width: 1.5, points: { show: true, size: 4 } },
-        ],
-      }, seriesData(i.series), chart);
+      const plot = new uPlot(
+        {
+          width,
+          height: 150,
+          legend: { show: true, live: false },
+          cursor: { drag: { x: false, y: false } },
+          scales: { x: { time: true } },
+          axes: [{ stroke: "#888", size: 30 }, { stroke: "#888", size: 44 }],
+          series: [
+            {},
+            { label: "in", stroke: "#2f6fdb", width: 1.5, points: { show: true, size: 4 } },
+            { label: "out", stroke: "#d9480f", width: 1.5, points: { show: true, size: 4 } },
+            { label: "cache read", stroke: "#2b8a3e", width: 1.5, points: { show: true, size: 4 } },
+            {
+              label: "cache write",
+              stroke: "#ae3ec9",
+              width: 1.5,
+              points: { show: true, size: 4 },
+            },
+          ],
+        },
+        seriesData(i.series),
+        chart,
+      );
       c = { card, nums, chart, plot, last: "" };
       charts.set(i.name, c);
     }
@@ -135,7 +164,9 @@ function renderCards(list) {
       c.last = key;
       c.plot.setData(seriesData(i.series));
     }
-    const idle = a.in_flight === 0 && a.last_response_at ? ago(Date.now() - a.last_response_at) : "–";
+    const idle = a.in_flight === 0 && a.last_response_at
+      ? ago(Date.now() - a.last_response_at)
+      : "–";
     const cell = (field, label, value) =>
       el("div", {}, el("b", { "data-field": field }, value), el("span", {}, label));
     c.nums.replaceChildren(
