@@ -66,6 +66,7 @@ const FIELDS = [
   "client",
 ] as const;
 
+// deno-lint-ignore no-control-regex
 const TEXT = { re: /^[^\u0000-\u001f\u007f]{1,300}$/, what: "a line of 1 to 300 characters" };
 
 /** Checks one report's JSON (`invalid` naming the field otherwise). */
