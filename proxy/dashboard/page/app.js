@@ -107,12 +107,54 @@ function seriesData(s) {
   return [s.t, s.input, s.output, s.cache_read, s.cache_creation];
 }
 
+/** A chart of one instance's tokens over the last hour (made once it has a call). */
+function newPlot(chart, series) {
+  const width = Math.max(200, chart.clientWidth || 300);
+  return new uPlot(
+    {
+      width,
+      height: 150,
+      legend: { show: true, live: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        x: {
+          time: true,
+          // the last hour, whatever the data: one call is a point, not a year-wide axis
+          range: () => {
+            const now = Date.now() / 1000;
+            return [now - 3600, now];
+          },
+        },
+        y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] },
+      },
+      axes: [
+        { stroke: "#888", size: 30 },
+        { stroke: "#888", size: 48, values: (_u, ticks) => ticks.map(num) },
+      ],
+      series: [
+        {},
+        { label: "in", stroke: "#2f6fdb", width: 1.5, points: { show: true, size: 4 } },
+        { label: "out", stroke: "#d9480f", width: 1.5, points: { show: true, size: 4 } },
+        { label: "cache read", stroke: "#2b8a3e", width: 1.5, points: { show: true, size: 4 } },
+        {
+          label: "cache write",
+          stroke: "#ae3ec9",
+          width: 1.5,
+          points: { show: true, size: 4 },
+        },
+      ],
+    },
+    seriesData(series),
+    chart,
+  );
+}
+
 function renderCards(list) {
   const box = $("cards");
   const names = new Set(list.map((i) => i.name));
   for (const [name, c] of charts) {
     if (!names.has(name)) {
-      c.plot.destroy();
+      c.plot?.destroy();
       c.card.remove();
       charts.delete(name);
     }
@@ -131,38 +173,17 @@ function renderCards(list) {
         chart,
       );
       box.append(card);
-      const width = Math.max(200, chart.clientWidth || 300);
-      const plot = new uPlot(
-        {
-          width,
-          height: 150,
-          legend: { show: true, live: false },
-          cursor: { drag: { x: false, y: false } },
-          scales: { x: { time: true } },
-          axes: [{ stroke: "#888", size: 30 }, { stroke: "#888", size: 44 }],
-          series: [
-            {},
-            { label: "in", stroke: "#2f6fdb", width: 1.5, points: { show: true, size: 4 } },
-            { label: "out", stroke: "#d9480f", width: 1.5, points: { show: true, size: 4 } },
-            { label: "cache read", stroke: "#2b8a3e", width: 1.5, points: { show: true, size: 4 } },
-            {
-              label: "cache write",
-              stroke: "#ae3ec9",
-              width: 1.5,
-              points: { show: true, size: 4 },
-            },
-          ],
-        },
-        seriesData(i.series),
-        chart,
-      );
-      c = { card, nums, chart, plot, last: "" };
+      c = { card, nums, chart, plot: null, last: "" };
       charts.set(i.name, c);
     }
     const key = JSON.stringify(i.series);
     if (key !== c.last) {
       c.last = key;
-      c.plot.setData(seriesData(i.series));
+      if (c.plot) c.plot.setData(seriesData(i.series));
+      else if (i.series) {
+        c.chart.replaceChildren();
+        c.plot = newPlot(c.chart, i.series);
+      } else c.chart.replaceChildren(el("p", { class: "muted" }, "no model call in the last hour"));
     }
     const idle = a.in_flight === 0 && a.last_response_at
       ? ago(Date.now() - a.last_response_at)
@@ -268,7 +289,7 @@ addEventListener("resize", () => {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
     for (const c of charts.values()) {
-      c.plot.setSize({ width: Math.max(200, c.chart.clientWidth), height: 150 });
+      c.plot?.setSize({ width: Math.max(200, c.chart.clientWidth), height: 150 });
     }
   }, 150);
 });
