@@ -12,8 +12,8 @@
  * own bytes (`_assets.ts`: the page and uPlot, embedded).
  *
  * The live view is a server-sent event stream: while a page is open, the view document
- * (view.ts) is built once a second from what the proxy holds in memory and sent only when it
- * differs from the last one sent. Nobody looking means no stream and no timer: the
+ * (view.ts) is built once a second from what the proxy holds in memory, and at once after a
+ * new Incus listing or task report, and sent only when it differs from the last one sent. Nobody looking means no stream and no timer: the
  * dashboard then costs nothing. `/health` parts that read files and Incus are cached for
  * {@link HEALTH_TTL_MS}. At most {@link MAX_STREAMS} streams at once (503 beyond).
  *
@@ -134,11 +134,25 @@ export function dashboardHandler(deps: DashboardDeps): (req: Request) => Promise
     let last = "";
     let lastSent = now();
     let done = false;
+    let running = false;
+    let again = false;
+    // a new listing or task report: build the view now, not at the next tick
+    const poke = () => {
+      if (done) return;
+      if (running) {
+        again = true;
+        return;
+      }
+      if (timer !== undefined) clearTimeout(timer);
+      timer = setTimeout(tick, 20);
+    };
+    const unwatch = [deps.shelf.watch(poke), deps.tasks.watch(poke)];
     const finish = () => {
       if (done) return;
       done = true;
       streams--;
       if (timer !== undefined) clearTimeout(timer);
+      for (const u of unwatch) u();
       deps.signal.removeEventListener("abort", onAbort);
     };
     let ctl!: ReadableStreamDefaultController<Uint8Array>;
@@ -150,6 +164,8 @@ export function dashboardHandler(deps: DashboardDeps): (req: Request) => Promise
     };
     const tick = async () => {
       if (done) return;
+      timer = undefined;
+      running = true;
       try {
         const body = await view();
         if (done) return;
@@ -164,8 +180,12 @@ export function dashboardHandler(deps: DashboardDeps): (req: Request) => Promise
       } catch {
         onAbort();
         return;
+      } finally {
+        running = false;
       }
-      if (!done) timer = setTimeout(tick, TICK_MS);
+      if (done) return;
+      timer = setTimeout(tick, again ? 0 : TICK_MS);
+      again = false;
     };
     const body = new ReadableStream<Uint8Array>({
       start(c) {

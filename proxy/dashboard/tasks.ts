@@ -100,7 +100,14 @@ export function parseTaskReport(v: unknown): TaskReport {
 /** The reported tasks. */
 export class TaskBoard {
   readonly #rows = new Map<string, TaskRow>();
+  readonly #watchers = new Set<() => void>();
   #version = 0;
+
+  /** Calls `fn` after every report taken; returns the unsubscribe. */
+  watch(fn: () => void): () => void {
+    this.#watchers.add(fn);
+    return () => this.#watchers.delete(fn);
+  }
 
   /** Takes a report at `now`; false when it is about an older run than the one known. */
   report(r: TaskReport, now: number): boolean {
@@ -112,6 +119,7 @@ export class TaskBoard {
     this.#rows.set(r.task_id, row);
     if (this.#rows.size > TASKS_KEPT) this.#rows.delete(this.#rows.keys().next().value!);
     this.#version++;
+    for (const fn of this.#watchers) fn();
     return true;
   }
 

@@ -58,10 +58,18 @@ export function instanceFacts(i: Instance & { state?: InstanceState | null }): I
 /** Keeps the last listing's facts (the registry's `onRaw` hands them over). */
 export class InstanceShelf {
   #facts: InstanceFacts[] | undefined;
+  readonly #watchers = new Set<() => void>();
 
-  /** Replaces the facts with this listing's. */
+  /** Replaces the facts with this listing's (and tells the watchers: open pages). */
   set(list: readonly (Instance & { state?: InstanceState | null })[]): void {
     this.#facts = list.map(instanceFacts);
+    for (const fn of this.#watchers) fn();
+  }
+
+  /** Calls `fn` after every listing; returns the unsubscribe. */
+  watch(fn: () => void): () => void {
+    this.#watchers.add(fn);
+    return () => this.#watchers.delete(fn);
   }
 
   /** The last listing's facts; undefined before the first. */

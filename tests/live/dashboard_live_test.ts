@@ -62,6 +62,8 @@ async function rawStatus(port: number, path: string, host: string): Promise<numb
 }
 
 const q = (s: string) => JSON.stringify(s);
+/** How long each change took to show (ms), written next to the screenshots. */
+const timings: Record<string, number> = {};
 
 Deno.test({
   name:
@@ -162,9 +164,10 @@ Deno.test({
           `document.querySelector('tr[data-instance="${name}"] td[data-field=status]')?.textContent === "Running"`,
           2000,
         );
-        ok(ms <= 2000);
+        timings.running_after_launch_returned = ms;
         const createdAt = Date.parse((await incus.getInstance(name)).value.created_at);
         const lag = (await appeared) - createdAt;
+        timings.row_after_created_at = lag;
         ok(lag <= 2000, `the row appeared ${lag} ms after Incus created the instance`);
       });
 
@@ -181,7 +184,7 @@ Deno.test({
           );
           equal(r.code, 0, r.err);
           ok(r.out.includes('"input_tokens":1200'), r.out);
-          await page.waitFor(
+          timings.tokens_after_call = await page.waitFor(
             `document.querySelector('[data-card="${name}"] [data-field=input_tokens]')?.textContent === "1200"`,
             2000,
           );
@@ -203,7 +206,7 @@ Deno.test({
           `curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x http://${gw}:${fwd} 'http://${target}/dashboard?token=${token}'`,
         );
         equal(r.out, "502", "the gateway is the host: refused like an unreachable target");
-        await page.waitFor(
+        timings.refusal_after_curl = await page.waitFor(
           `document.querySelector('li[data-kind="forward_target"][data-target=${
             q(target)
           }]')?.textContent.includes("network: full")`,
@@ -234,13 +237,14 @@ Deno.test({
         // the exit code of a real command in the instance
         const run = await sh(incus, name, "exit 7");
         send({ ...fact, state: "finished", exit_code: run.code });
-        await page.waitFor(
+        timings.exit_code_after_report = await page.waitFor(
           `document.querySelector('tr[data-task="t1-dash"] td[data-field=exit_code]')?.textContent === "7"`,
           2000,
         );
       });
 
       await Deno.mkdir(OUT, { recursive: true });
+      await Deno.writeTextFile(`${OUT}timings.json`, JSON.stringify(timings, null, 2) + "\n");
       await page.screenshot(`${OUT}dashboard_1280x800.png`);
       await page.screenshot(`${OUT}dashboard_full.png`, { full: true });
       await page.viewport(390, 844, true);
