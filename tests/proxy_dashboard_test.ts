@@ -12,12 +12,15 @@ import type { Caller } from "../proxy/callers/clients.ts";
 import { emptyCredentials } from "../proxy/config/credentials.ts";
 import {
   cookieName,
+  dashboardToken,
   type DashboardView,
   InstanceShelf,
   Policy,
   type ProxyHandle,
   startProxy,
+  writeRunFiles,
 } from "../proxy/mod.ts";
+import { spawnProgram } from "./helpers/spawn.ts";
 import type { Instance } from "../rpc/mod.ts";
 import { PortCallers } from "./fakes/guest_client.ts";
 import { loopbackListen } from "./helpers/proxy.ts";
@@ -274,4 +277,55 @@ Deno.test("dashboard: the stream sends a view when a forward-proxy target is ref
       await it.return(undefined);
     }
   });
+});
+
+Deno.test("isx dashboard prints the address of this user's running proxy, which opens the page; a proxy it did not start is refused", async () => {
+  const home = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir();
+  const shutdown = "s".repeat(64);
+  const token = await dashboardToken(shutdown);
+  const proxy = await startProxy({
+    listen: loopbackListen(),
+    policy: new Policy(emptyCredentials()),
+    ca: await loadCa(`${dir}/ca`),
+    clients: new PortCallers(),
+    dashboard: { token, reportToken: REPORT, shelf: new InstanceShelf() },
+  });
+  const port = proxy.addrs.health[0]!.port;
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: `${home}/.config`,
+    XDG_STATE_HOME: `${home}/.local/state`,
+    DENO_DIR: Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`,
+  };
+  const run = async () => {
+    const p = spawnProgram(["dashboard"], { prog: "isx", env });
+    await p.closeStdin();
+    const out: string[] = [];
+    for (let l = await p.readLine(); l !== undefined; l = await p.readLine()) out.push(l);
+    const status = await p.wait();
+    await p[Symbol.asyncDispose]();
+    return { code: status.code, out: out.join("\n"), err: p.stderr() };
+  };
+  try {
+    await Deno.mkdir(`${home}/.config/isx`, { recursive: true });
+    await Deno.writeTextFile(
+      `${home}/.config/isx/config.yaml`,
+      `proxy:\n  ports:\n    health: ${port}\n`,
+    );
+    let r = await run();
+    ok(r.code !== 0, "no run files: not this user's proxy");
+    ok(r.err.includes("was not started by this user's isx proxy start"), r.err);
+    await writeRunFiles(`${home}/.local/state/isx`, Deno.pid, shutdown);
+    r = await run();
+    equal(r.code, 0, r.err);
+    equal(r.out, `http://127.0.0.1:${port}/dashboard?token=${token}`);
+    const res = await fetch(r.out, { redirect: "manual" });
+    equal(res.status, 303, "the printed address opens the page");
+    await res.body?.cancel();
+  } finally {
+    await proxy.close();
+    await Deno.remove(home, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  }
 });
