@@ -329,3 +329,19 @@ Deno.test("isx dashboard prints the address of this user's running proxy, which 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("dashboard: stopping the proxy ends open streams (no hang, no timer left)", async () => {
+  let body: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  await withProxy(async (_p, port) => {
+    const res = await fetch(`http://127.0.0.1:${port}/dashboard/events`, {
+      headers: { cookie: `${cookieName(port)}=${TOKEN}` },
+    });
+    body = res.body!.getReader();
+    ok(!(await body.read()).done, "the stream is open");
+  });
+  // withProxy closed the proxy: the stream ends rather than waiting for the client
+  for (;;) {
+    const r = await body!.read().catch(() => ({ done: true }));
+    if (r.done) break;
+  }
+});
