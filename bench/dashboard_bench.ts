@@ -4,8 +4,9 @@
  * instances, against the baseline "the same proxy, the same load, nobody looking". The
  * proxy is a process of its own (the `proxy` role of this file): `startProxy` on loopback
  * with the dashboard on, 20 isx instances in its listing, and a load that changes the view
- * every second (a model call with usage ending on each instance, and a refusal), so an open
- * page gets a new view on every tick: the worst case. The client phase alternates "nobody
+ * every second (a model call with usage ending on each instance, a refusal, a task report),
+ * with every instance's token series full (a call in each 10 s bucket of the last hour), so
+ * an open page gets a new, full-size view on every tick: the worst case. The client phase alternates "nobody
  * looks" and "a page is open" (Debian's Chromium through tests/helpers/cdp.ts, or, without
  * it, the event stream read by `fetch`), `--rounds` times, and reads the proxy's CPU time
  * (/proc/<pid>/stat) and resident memory (VmRSS) over each phase.
@@ -70,6 +71,18 @@ async function proxyRole(): Promise<void> {
     clients: { identify: () => Promise.resolve(undefined), known: () => refs },
     dashboard: { token: TOKEN, reportToken: "r".repeat(64), shelf },
   });
+  // the worst case: every instance has called a model in every bucket of the last hour
+  const now = Date.now();
+  for (const r of refs) {
+    for (let t = now - 3600_000; t < now; t += 10_000) {
+      proxy.counter.series.add(r.name, t, {
+        input_tokens: 1000,
+        output_tokens: 30,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 5,
+      });
+    }
+  }
   let n = 0;
   setInterval(() => {
     n++;
