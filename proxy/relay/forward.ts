@@ -19,7 +19,7 @@
  * @module
  */
 
-import { log } from "../../rpc/base.ts";
+import { IsbError, log } from "../../rpc/base.ts";
 import { callerOf, type EgressLookup } from "../callers/admit.ts";
 import type { Caller, CallerLookup } from "../callers/clients.ts";
 import type { Handoff } from "../callers/handoff.ts";
@@ -204,6 +204,12 @@ export async function handleForward(
     const got = caller ? await readHead(conn) : undefined;
     clearTimeout(timer);
     if (!caller) {
+      deps.counter.refusal({
+        kind: "unknown_caller",
+        instance: null,
+        target: (conn.remoteAddr as Deno.NetAddr).hostname,
+        reason: "forward proxy: this address belongs to no instance",
+      });
       return await writeAll(conn, reply("403 Forbidden", "this address belongs to no instance"));
     }
     if (!got) return;
@@ -282,6 +288,14 @@ async function tunnel(
       upstream = await dialGuarded(t.host, t.port, deps.guard);
     } catch (e) {
       // Refused or unreachable: one answer, so the guest learns nothing about which.
+      if (e instanceof IsbError && e.code === "forbidden") {
+        deps.counter.refusal({
+          kind: "forward_target",
+          instance: caller.name,
+          target: `${t.host}:${t.port}`,
+          reason: "not a public address",
+        });
+      }
       log.debug("proxy: forward target refused or unreachable", {
         instance: caller.name,
         error: String((e as Error)?.message ?? e),
