@@ -33,6 +33,8 @@ import { type ProxyHandle, startProxy } from "./_start.ts";
 import { BridgeFollower, proxyOnlyGateway } from "./_proxy_only.ts";
 import { Converger } from "./_converge.ts";
 import { Policy } from "../config/policy.ts";
+import { dashboardToken, taskReportToken } from "../dashboard/token.ts";
+import { InstanceShelf } from "../dashboard/view.ts";
 
 /** Where `isx proxy` finds things. */
 export interface HostPaths {
@@ -110,7 +112,8 @@ export async function startHostProxy(
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
     const member = paths.incus?.target;
-    const source = incusSource(member ? memberOnly(incus, member) : incus);
+    const shelf = new InstanceShelf();
+    const source = incusSource(member ? memberOnly(incus, member) : incus, (l) => shelf.set(l));
     let listError = "no listing yet";
     const registry = new ClientRegistry({
       listInstances: () =>
@@ -121,7 +124,8 @@ export async function startHostProxy(
       ...(source.events ? { events: source.events.bind(source) } : {}),
     }, {
       now: Date.now,
-      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+      onListing: (list) =>
+        guard.sync(list.flatMap((i) => i.guard ?? []), list.flatMap((i) => i.ports ?? [])),
     });
     cleanup.unshift(() => registry.close());
     // Every need is retried with backoff until it holds (issue 19); `/health` lists the ones
@@ -232,6 +236,16 @@ export async function startHostProxy(
         streamIdleMs: config.limits.stream_idle_timeout,
       },
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
+      // the dashboard's tokens derive from the shutdown token: no token, no dashboard
+      ...(opts.shutdown
+        ? {
+          dashboard: {
+            token: await dashboardToken(opts.shutdown.token),
+            reportToken: await taskReportToken(opts.shutdown.token),
+            shelf,
+          },
+        }
+        : {}),
     });
     cleanup.unshift(() => handle.close());
     // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here
