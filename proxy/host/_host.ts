@@ -21,8 +21,15 @@ import { loadCa } from "../tls/ca.ts";
 import { ClientRegistry, incusSource } from "../callers/clients.ts";
 import { BridgeGuard, nftBinary } from "../callers/guard.ts";
 import { installConnLimit } from "../callers/conn_limit.ts";
-import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
-import { loadProxyConfig, type ProxyConfig } from "../config/host_config.ts";
+import {
+  allCommands,
+  type CustomRule,
+  loadCredentials,
+  missingNamespaces,
+} from "../config/credentials.ts";
+import { loadProxyConfig, type ProxyConfig, restartOnlyPart } from "../config/host_config.ts";
+import { CommandSources } from "../config/command_source.ts";
+import { LiveReload } from "../config/reload.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
 import { ConfigWatch } from "../config/drift.ts";
 import { dumpCredentials } from "../config/dump.ts";
@@ -86,8 +93,11 @@ export async function startHostProxy(
     });
   }
   const ca = await loadCa(`${paths.stateDir}/ca`);
-  // the CA too (after loadCa, which creates it): a renewed ca.crt is served only after a restart
-  const watch = await ConfigWatch.start([configPath, credsPath, `${paths.stateDir}/ca/ca.crt`]);
+  // credentials.yaml and config.yaml's hosts/domains are reloaded live; the rest of
+  // config.yaml and the CA (after loadCa, which creates it) only by a restart
+  const watch = await ConfigWatch.start([configPath, `${paths.stateDir}/ca/ca.crt`], {
+    [configPath]: restartOnlyPart,
+  });
   const incus = createIncusClient(paths.incus ?? { socket: paths.socket });
   const cleanup: (() => Promise<void> | void)[] = [() => incus.close()];
   try {
@@ -98,11 +108,13 @@ export async function startHostProxy(
         `start proxy: bridge "${config.bridge}" has no IPv4 address; set proxy.gateway`,
       );
     }
-    const policy = new Policy(creds, {
-      domains: config.domains,
+    const policyConfig = (c: ProxyConfig) => ({
+      domains: c.domains,
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
-      ...(config.hosts ? { hosts: config.hosts } : {}),
+      ...(c.hosts ? { hosts: c.hosts } : {}),
     });
+    const policy = new Policy(creds, policyConfig(config));
+    const sources = new CommandSources();
     const guard = new BridgeGuard(nftBinary());
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
@@ -141,6 +153,26 @@ export async function startHostProxy(
         });
       }
     }
+    // A change of the files applies within RELOAD_POLL_MS: a new policy generation for new
+    // requests (those in flight keep their head), DNS names re-applied when they changed.
+    const reload = await LiveReload.start({
+      files: [credsPath, configPath],
+      apply: async () => {
+        const next = await loadCredentials(credsPath);
+        const nextConfig = await loadProxyConfig(configPath);
+        const dnsChanged = policy.update(next, policyConfig(nextConfig));
+        sources.retain(allCommands(next));
+        if (dnsChanged && config.dns) {
+          await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway }).catch((e) =>
+            log.warn("proxy: could not update the bridge DNS", {
+              bridge: config.bridge,
+              error: (e as Error).message,
+            })
+          );
+        }
+      },
+    });
+    cleanup.unshift(() => reload.close());
     const status = async (): Promise<HealthStatus> => {
       const drifted = await watch.drifted();
       let authError: string | null = null;
@@ -163,7 +195,7 @@ export async function startHostProxy(
         configDrifted: drifted.length > 0,
         configDriftedFiles: drifted,
         authError,
-        missingCredentials: missing,
+        missingCredentials: missingNamespaces(policy.credentials),
         programDir: paths.programDir ?? null,
       };
     };
@@ -182,14 +214,16 @@ export async function startHostProxy(
       ca,
       clients: registry,
       egress,
+      sources,
       dnsConfigured,
       status,
+      reload: () => reload.state(),
       dump: () => ({
         pid: Deno.pid,
         config: { ...config, gateway },
         extra_listens: handle.extraListens(),
         intercepted_domains: policy.domains,
-        credentials: dumpCredentials(creds),
+        credentials: dumpCredentials(policy.credentials),
         instances: (registry.known() ?? []).map((r) => r.name).sort(),
       }),
       limits: {
@@ -217,7 +251,7 @@ export async function startHostProxy(
     });
     cleanup.unshift(() => listeners.close());
     egress.watch((entries) => void listeners.sync(entries));
-    const proxyOnly = followProxyOnly(incus, handle, config, policy.dnsNames());
+    const proxyOnly = followProxyOnly(incus, handle, config, () => policy.dnsNames());
     cleanup.unshift(() => proxyOnly.close());
     await proxyOnly.start();
     log.info("proxy: listening", {
@@ -244,7 +278,7 @@ function followProxyOnly(
   incus: IncusClient,
   handle: ProxyHandle,
   config: ProxyConfig,
-  dnsNames: readonly string[],
+  dnsNames: () => readonly string[],
 ): BridgeFollower {
   const bridge = config.proxy_only_bridge;
   return new BridgeFollower({
@@ -260,7 +294,7 @@ function followProxyOnly(
       const at = { hostname: gateway, tls: config.ports.tls, forward: config.ports.forward };
       const addrs = await handle.addListen(at);
       if (config.dns) {
-        await applyDns(incus, bridge, { names: dnsNames, gateway }).catch((e) =>
+        await applyDns(incus, bridge, { names: dnsNames(), gateway }).catch((e) =>
           log.warn("proxy: could not set the DNS of the proxy-only bridge", {
             bridge,
             error: (e as Error).message,
