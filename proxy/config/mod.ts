@@ -44,7 +44,7 @@ export {
   type SourceStatus,
   type Value,
 } from "./command_source.ts";
-export { LiveReload, RELOAD_POLL_MS, type ReloadState } from "./reload.ts";
+export { LiveReload, RELOAD_POLL_MS, type ReloadState, watchCredentials } from "./reload.ts";
 export {
   type Accounts,
   type AnthropicAccount,

@@ -19,6 +19,10 @@
  */
 
 import { log } from "../../rpc/base.ts";
+import { allCommands, loadCredentials } from "./credentials.ts";
+import { loadProxyConfig, type ProxyConfig } from "./host_config.ts";
+import type { Policy, PolicyConfig } from "./policy.ts";
+import type { CommandSources } from "./command_source.ts";
 
 /** How often the files are looked at (ms). */
 export const RELOAD_POLL_MS = 500;
@@ -129,4 +133,34 @@ export class LiveReload {
     this.#timer = undefined;
     await this.#checking;
   }
+}
+
+/**
+ * Reloads `credentials.yaml` and the `proxy:` block of `config.yaml` into `policy` when
+ * they change: a new generation for new requests, commands no longer named forgotten by
+ * `sources`, `onDnsChange` called when the intercepted names changed.
+ */
+export function watchCredentials(o: {
+  credentialsPath: string;
+  configPath: string;
+  policy: Policy;
+  sources: CommandSources;
+  /** The policy's settings from a `proxy:` block (tools' rules are the caller's). */
+  policyConfig: (c: ProxyConfig) => PolicyConfig;
+  onDnsChange?: () => Promise<void>;
+  now?: () => number;
+  intervalMs?: number;
+}): Promise<LiveReload> {
+  return LiveReload.start({
+    files: [o.credentialsPath, o.configPath],
+    apply: async () => {
+      const creds = await loadCredentials(o.credentialsPath);
+      const config = await loadProxyConfig(o.configPath);
+      const dnsChanged = o.policy.update(creds, o.policyConfig(config));
+      o.sources.retain(allCommands(creds));
+      if (dnsChanged) await o.onDnsChange?.();
+    },
+    ...(o.now ? { now: o.now } : {}),
+    ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}),
+  });
 }

@@ -21,15 +21,10 @@ import { loadCa } from "../tls/ca.ts";
 import { ClientRegistry, incusSource } from "../callers/clients.ts";
 import { BridgeGuard, nftBinary } from "../callers/guard.ts";
 import { installConnLimit } from "../callers/conn_limit.ts";
-import {
-  allCommands,
-  type CustomRule,
-  loadCredentials,
-  missingNamespaces,
-} from "../config/credentials.ts";
+import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
 import { loadProxyConfig, type ProxyConfig, restartOnlyPart } from "../config/host_config.ts";
 import { CommandSources } from "../config/command_source.ts";
-import { LiveReload } from "../config/reload.ts";
+import { watchCredentials } from "../config/reload.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
 import { ConfigWatch } from "../config/drift.ts";
 import { dumpCredentials } from "../config/dump.ts";
@@ -155,21 +150,20 @@ export async function startHostProxy(
     }
     // A change of the files applies within RELOAD_POLL_MS: a new policy generation for new
     // requests (those in flight keep their head), DNS names re-applied when they changed.
-    const reload = await LiveReload.start({
-      files: [credsPath, configPath],
-      apply: async () => {
-        const next = await loadCredentials(credsPath);
-        const nextConfig = await loadProxyConfig(configPath);
-        const dnsChanged = policy.update(next, policyConfig(nextConfig));
-        sources.retain(allCommands(next));
-        if (dnsChanged && config.dns) {
-          await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway }).catch((e) =>
-            log.warn("proxy: could not update the bridge DNS", {
-              bridge: config.bridge,
-              error: (e as Error).message,
-            })
-          );
-        }
+    const reload = await watchCredentials({
+      credentialsPath: credsPath,
+      configPath,
+      policy,
+      sources,
+      policyConfig,
+      onDnsChange: async () => {
+        if (!config.dns) return;
+        await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway }).catch((e) =>
+          log.warn("proxy: could not update the bridge DNS", {
+            bridge: config.bridge,
+            error: (e as Error).message,
+          })
+        );
       },
     });
     cleanup.unshift(() => reload.close());
