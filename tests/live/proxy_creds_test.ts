@@ -65,6 +65,22 @@ async function freeSubnet(incus: IncusClient): Promise<string> {
   throw new TypeError("no free 10.231.N.0/24");
 }
 
+/** Deletes the test bridge, retrying while a busy incusd trips over other tests' veths. */
+async function deleteBridge(incus: IncusClient, bridge: string): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await incus.deleteNetwork(bridge, { step: `delete network ${bridge}` });
+    } catch (e) {
+      if (e instanceof IsbError && e.code === "not_found") return;
+      if (attempt === 10) {
+        // deno-lint-ignore no-console
+        return console.error(`cleanup: network ${bridge}: ${(e as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 Deno.test({
   name: "proxy applies changed and command-sourced credentials live to a real container's calls",
   ignore: NO_INCUS,
@@ -365,13 +381,7 @@ Deno.test({
       await registry?.close();
       await up.close();
       if (launched) await removeInstance(incus, guest);
-      if (bridgeMade) {
-        await incus.deleteNetwork(bridge, { step: `delete network ${bridge}` }).catch((e) => {
-          if (e instanceof IsbError && e.code === "not_found") return;
-          // deno-lint-ignore no-console
-          console.error(`cleanup: network ${bridge}: ${(e as Error).message}`);
-        });
-      }
+      if (bridgeMade) await deleteBridge(incus, bridge);
       await Deno.remove(home, { recursive: true });
       incus.close();
     }
