@@ -92,10 +92,10 @@ async function setup(instances: Caller[], tokenCommand?: string[]): Promise<Env>
   await Deno.writeTextFile(`${dir}/config/tools/tooltest.yaml`, TOOL);
   const rules: CustomRule[] = loadToolProxyRules({ configDir: `${dir}/config` }).map((r) =>
     r.kind === "header"
-      ? { domain: r.domain, kind: "header", header: r.header, value: new Secret(r.value) }
+      ? { domain: r.domain, kind: "header", header: r.header, value: new Secret(r.value as string) }
       : r.kind === "basic"
-      ? { domain: r.domain, kind: "basic", user: r.user, value: new Secret(r.value) }
-      : { domain: r.domain, kind: "bearer", value: new Secret(r.value) }
+      ? { domain: r.domain, kind: "basic", user: r.user, value: new Secret(r.value as string) }
+      : { domain: r.domain, kind: "bearer", value: new Secret(r.value as string) }
   );
   const ca = await loadCa(`${dir}/ca`);
   const up = startFakeUpstream();

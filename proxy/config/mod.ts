@@ -40,6 +40,7 @@ export { type RunCommand, VertexTokens } from "./vertex_token.ts";
 export {
   type CommandRef,
   CommandSources,
+  DEFAULT_COMMAND_TTL_MS,
   isCommand,
   type SourceStatus,
   type Value,
