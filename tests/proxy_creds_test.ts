@@ -12,7 +12,7 @@ import { parseCredentials } from "../proxy/config/credentials.ts";
 import { CommandSources, Policy, type RunCommand, startProxy } from "../proxy/mod.ts";
 import { guestRequest, PortCallers, startFakeUpstream } from "./fakes/upstream.ts";
 import { loopbackListen } from "./helpers/proxy.ts";
-import { REPLAY_LIMIT } from "../proxy/relay/_exchange.ts";
+import { REPLAY_LIMIT } from "../proxy/relay/mod.ts";
 
 const A: Caller = { name: "a", incarnation: "1", view: 1, address: "a", pins: {}, grant: "all" };
 const HOST = "api.anthropic.com";

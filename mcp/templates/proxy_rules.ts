@@ -17,7 +17,7 @@
  */
 
 import { IsbError } from "../../rpc/errors.ts";
-import { parseDuration } from "../../rpc/duration.ts";
+import { parseDuration } from "../../rpc/base.ts";
 import { parseYamlText } from "./load.ts";
 import { parseTool, type ToolDef } from "./schema.ts";
 
