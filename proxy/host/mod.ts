@@ -9,7 +9,7 @@
  * @module
  */
 
-export type { HealthInfo, HealthStatus } from "./_health.ts";
+export type { CredentialsHealth, HealthInfo, HealthStatus } from "./_health.ts";
 export {
   type ExtraListen,
   type ProxyHandle,
