@@ -126,7 +126,13 @@ export async function runBuild(
 ): Promise<number> {
   const { configDir, stateDir, cacheDir, cwd, home } = ctx.perm;
   const host = readHostConfig(configDir, home);
-  const defs = loadDefinitions({ configDir, searchPaths: host.searchPaths, cwd });
+  const defs = loadDefinitions({
+    configDir,
+    searchPaths: host.searchPaths,
+    cwd,
+    home,
+    protectedPaths: [stateDir, ctx.perm.isbStateDir],
+  });
   for (const n of opts.names) resolveChain(defs, n); // refuse bad definitions before Incus
   const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
   const gateway = proxy.gateway ?? await bridgeGateway(client, proxy.bridge);

@@ -9,6 +9,7 @@
  */
 
 import * as build from "./build.ts";
+import * as dashboard from "./dashboard.ts";
 import * as guest from "./guest.ts";
 import * as incusRemote from "./incus_remote.ts";
 import * as init from "./init.ts";
@@ -28,6 +29,7 @@ import { runCli } from "./mod.ts";
 /** Every command module, by its name in the dispatch table, and the lazily imported ones. */
 export const BUNDLED: Record<string, Record<string, unknown>> = {
   "build.ts": build,
+  "dashboard.ts": dashboard,
   "guest.ts": guest,
   "incus_remote.ts": incusRemote,
   "init.ts": init,

@@ -140,6 +140,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     named("proxy.ts", "proxyCommand"),
   ),
   row(
+    "dashboard",
+    ["isx"],
+    "print the address of the live dashboard on this host (instances, tasks, tokens)",
+    named("dashboard.ts", "dashboardCommand"),
+  ),
+  row(
     "mcp",
     ["isx"],
     "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",

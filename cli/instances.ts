@@ -98,7 +98,13 @@ Options:
     return withClient(ctx, async (client) => {
       const { configDir, cwd, home } = ctx.perm;
       const host = readHostConfig(configDir, home);
-      const defs = loadDefinitions({ configDir, searchPaths: host.searchPaths, cwd });
+      const defs = loadDefinitions({
+        configDir,
+        searchPaths: host.searchPaths,
+        cwd,
+        home,
+        protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
+      });
       const d = branchDefaults(defs, values.from!);
       const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
       const health = await checkProxy(ctx, {

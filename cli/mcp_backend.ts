@@ -22,6 +22,7 @@ import {
   SWEEP_STOP_WAIT_MS,
   Sweeper,
   sweepOrphans,
+  type TaskFact,
 } from "../mcp/session/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { callTool } from "../mcp/tools/mod.ts";
@@ -68,7 +69,12 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
     readConfig: () => readMcpConfig(configDir),
     // never the project-local layer: isx mcp uses only what the user's own layers define
     definitions: () =>
-      loadDefinitions({ configDir, searchPaths: readHostConfig(configDir, home).searchPaths }),
+      loadDefinitions({
+        configDir,
+        searchPaths: readHostConfig(configDir, home).searchPaths,
+        home,
+        protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
+      }),
     async proxyPlace() {
       const p = await proxyConfig();
       return {
@@ -105,6 +111,7 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
     pid: Deno.pid,
     cwd,
     now: () => Date.now(),
+    reportTask: taskReporter(stateDir, proxyConfig),
     sleep: (ms, signal) =>
       new Promise<void>((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason);
@@ -134,5 +141,33 @@ export function openMcpBackend(ctx: CliContext, skip: boolean): McpProcessBacken
       locks.stop();
       client.close();
     },
+  };
+}
+
+/**
+ * Posts each task fact to the proxy's `POST /tasks` (the dashboard's tasks), in order, with
+ * the task-report token the proxy wrote (`<stateDir>/proxy/task-report.token`). Best effort:
+ * no proxy, no token or a slow answer drops the fact (the dashboard is a view, never a
+ * record), and a session never waits for it.
+ */
+export function taskReporter(
+  stateDir: string,
+  proxyConfig: () => Promise<{ ports: { health: number } }>,
+): (fact: TaskFact) => void {
+  let chain = Promise.resolve();
+  return (fact) => {
+    chain = chain.then(async () => {
+      try {
+        const token = (await Deno.readTextFile(`${stateDir}/proxy/task-report.token`)).trim();
+        const { ports } = await proxyConfig();
+        const res = await fetch(`http://127.0.0.1:${ports.health}/tasks`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-isx-task-token": token },
+          body: JSON.stringify(fact),
+          signal: AbortSignal.timeout(2000),
+        });
+        await res.body?.cancel();
+      } catch { /* no proxy, no token file, or too slow: the view misses this fact */ }
+    });
   };
 }

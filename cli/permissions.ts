@@ -101,7 +101,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     run: ["gcloud", ...CREDENTIAL_PROGRAMS, "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
-  // isx proxy start|stop|status|logs|activity|dump|install|uninstall: pid/log files, the
+  // isx proxy start|stop|status|logs|activity|dump|install|uninstall and isx dashboard
+  // (xdg-open for --open): pid/log files, the
   // health port, the bridge (status), the right to start this same program again, and for
   // install what keeps it running across reboots: a systemd unit (only its own file), an
   // @reboot crontab line, or the boot script in the state directory (proxy_install.ts).
@@ -126,7 +127,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     ],
     net: true,
     env: ["TERM", "NO_COLOR", "COLUMNS", "ISX_GIT_SHA"],
-    run: [c.execPath, "systemctl", "crontab"],
+    run: [c.execPath, "systemctl", "crontab", "xdg-open"],
     sys: ["uid"],
   }),
   // Inside an instance: the task files and the agents; never the network.
@@ -202,6 +203,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.configDir}/tools`,
       `${c.stateDir}/mcp`,
       `${c.stateDir}/ca/ca.crt`,
+      // the dashboard's task reports (POST /tasks); never proxy.token, which stops the proxy
+      `${c.stateDir}/proxy/task-report.token`,
       `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
       // its own sources: the session half (cli/mcp_backend.ts) loads after the handshake
       ...["cli", "mcp", "rpc", "proxy"].map((d) => `${c.programDir}/${d}`),

@@ -16,6 +16,7 @@ import {
   removeRunFiles,
   Secret,
   startHostProxy,
+  taskReportToken,
   type Value,
   writeRunFiles,
 } from "../proxy/mod.ts";
@@ -108,7 +109,7 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
     file?.close();
     throw e;
   }
-  await writeRunFiles(ctx.perm.stateDir, Deno.pid, token);
+  await writeRunFiles(ctx.perm.stateDir, Deno.pid, token, await taskReportToken(token));
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   for (const s of signals) Deno.addSignalListener(s, stop);
   log.info("proxy: started", { pid: Deno.pid, ca: proxy.handle.caFingerprint });

@@ -24,6 +24,7 @@
  * - `callers/`: address → instance, identity and grants, the bridge guard, limits, the
  *   decision per request
  * - `host/`: the process: listeners, the ops port, DNS, the proxy-only bridge, run files
+ * - `dashboard/`: the host-only live page on the ops port (`isx dashboard`), read-only
  *
  * A module used only inside its folder has the `_` prefix (tests/import_graph_test.ts).
  *
@@ -38,3 +39,4 @@ export * from "./activity/mod.ts";
 export * from "./egress/mod.ts";
 export * from "./callers/mod.ts";
 export * from "./host/mod.ts";
+export * from "./dashboard/mod.ts";

@@ -18,9 +18,10 @@ if [ "$(id -u)" = 0 ]; then
   # Incus is set up now: a live test that finds it down fails instead of skipping
   # (tests/helpers/live_gate.ts).
   export CI="${CI:-1}"
-  # what the tests themselves drive: a real terminal (isx shell) and openssl (TLS checks)
+  # what the tests themselves drive: a real terminal (isx shell), openssl (TLS checks), curl and
+  # python3 (the frame attacks from a network namespace, tests/live/attack_frames_test.ts)
   need=()
-  for tool in tmux openssl; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+  for tool in tmux openssl curl python3; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
   if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null \
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; } \

@@ -5,7 +5,7 @@
  * path, and per-instance upstream connections.
  */
 
-import { equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { loadCa } from "../proxy/tls/ca.ts";
 import type { Caller } from "../proxy/callers/clients.ts";
 import { parseCredentials } from "../proxy/config/credentials.ts";
@@ -199,6 +199,44 @@ Deno.test("relay refuses ambiguous framing and an over-long head without reachin
   } finally {
     // deno-lint-ignore no-console
     setLogSink((l) => console.error(l));
+    await env.close();
+  }
+});
+
+Deno.test("relay checks a request body's framing before its head (and key) go upstream", async () => {
+  const env = await setup((req) => json(req.body));
+  try {
+    const chunkedHead =
+      `POST /v1/messages HTTP/1.1\r\nhost: ${HOST}\r\nx-api-key: sk-ant-placeholder\r\n` +
+      `transfer-encoding: chunked\r\n\r\n`;
+    const bad = [
+      "zz\r\nabc\r\n0\r\n\r\n", // not a size
+      "3\r\nabcd\r\n0\r\n\r\n", // longer than its size
+      "3\r\nabc\r\nqq\r\n", // a good first chunk, then garbage
+      "3\nabc\n0\n\n", // bare LF
+    ];
+    for (const body of bad) {
+      const g = await env.guest(A);
+      // The head and the first bytes apart: the head must wait for the body's check.
+      await g.send(chunkedHead);
+      await new Promise((r) => setTimeout(r, 20));
+      await g.send(body);
+      equal((await g.read())?.status, 400, JSON.stringify(body));
+    }
+    // A guest that stops before its body ends: nothing went upstream either.
+    const g = await env.guest(A);
+    await g.send(post('{"a":1}').slice(0, -3));
+    await g.conn.closeWrite();
+    ok(await g.closed());
+    deepStrictEqual(env.up.heads, [], "no head (and no key) reached the upstream");
+    // A good chunked body sent in two parts still goes.
+    const h = await env.guest(A);
+    await h.send(chunkedHead + "3\r\nabc\r\n");
+    await new Promise((r) => setTimeout(r, 20));
+    await h.send("0\r\n\r\n");
+    equal((await h.read())?.body, "abc");
+    equal(env.up.heads.length, 1);
+  } finally {
     await env.close();
   }
 });

@@ -19,6 +19,7 @@ import { readStamps, withStamps } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";
 import { holdRefusal, MCP_STAMP, type Standing, standing } from "./holding.ts";
 import { type AuditEntry, auditLine } from "./audit.ts";
+import { joinCommand } from "../tasks/presence.ts";
 
 /** The task machinery the tools use (an adapter over the guest task engine, mcp/tasks). */
 export interface TaskService {
@@ -142,6 +143,22 @@ export interface SessionDeps {
   now(): number;
   /** Sleeps; rejects when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Tells the proxy's dashboard a task's new state (fire and forget; absent: nobody). */
+  reportTask?(fact: TaskFact): void;
+}
+
+/** A task change with what the dashboard shows of its task (`POST /tasks` on the ops port). */
+export interface TaskFact extends TaskChange {
+  /** command or agent. */
+  kind: "command" | "agent";
+  /** An agent task's agent. */
+  agent?: string;
+  /** How a person joins an agent task's conversation. */
+  join?: string;
+  /** The reporting session. */
+  session: string;
+  /** Its client's name. */
+  client: string;
 }
 
 const TAG_CHARS = "abcdefghijklmnopqrstuvwxyz234567";
@@ -210,6 +227,14 @@ export class Session {
       ...(state === "finished" && exit !== undefined ? { exit_code: exit } : {}),
     };
     for (const fn of this.#listeners) fn(change);
+    this.deps.reportTask?.({
+      ...change,
+      kind: t.kind,
+      ...(t.agent ? { agent: t.agent } : {}),
+      ...(t.kind === "agent" ? { join: joinCommand(t.id) } : {}),
+      session: this.deps.id,
+      client: this.clientName,
+    });
   }
 
   /** Writes an audit line. */

@@ -7,13 +7,17 @@
  *
  * Each layer directory holds `templates/*.yaml` and `tools/*.yaml`, one definition per file
  * (the file's stem names it when `name` is absent). A file's `source:` entries are read here,
- * relative to the file, so the definition hash covers their bytes.
+ * relative to the file, so the definition hash covers their bytes; each goes through the
+ * one host-path check of isb rpc (`checkHostPath`): a source that is, or links into,
+ * `~/.ssh`, `credentials.yaml`, the isx state or another credential store is refused, since
+ * its bytes would be copied into every instance of the template.
  *
  * @module
  */
 
 import { load as parseYaml } from "js-yaml";
 import { IsbError } from "../../rpc/errors.ts";
+import { checkHostPath, protectedHostPaths } from "../../rpc/mod.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
 import {
   type FileDef,
@@ -70,6 +74,26 @@ export interface LayerDirs {
   searchPaths?: readonly string[];
   /** The working directory; its `.isx/` is the project-local layer. Absent: no project layer. */
   cwd?: string;
+  /** The user's home (`~` in `source:`; the credential stores under it are protected). */
+  home?: string;
+  /**
+   * Host paths no `files[].source` may be or lead to (rpc/sandbox/resolve/protected.ts):
+   * added to the defaults (`~/.ssh` and the other credential stores, `credentials.yaml`,
+   * the host's own secrets, devices).
+   */
+  protectedPaths?: readonly string[];
+}
+
+/** Canonical path of an existing path, undefined when missing (throws when not permitted). */
+function realPathSync(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) {
+      return undefined;
+    }
+    throw e;
+  }
 }
 
 function readText(path: string): string | undefined {
@@ -112,6 +136,7 @@ function resolveFiles(
   file: string,
   files: readonly FileDef[] | undefined,
   baseDir: string | undefined,
+  paths?: { home: string; roots: readonly string[] },
 ): ResolvedFile[] {
   return (files ?? []).map((f, i) => {
     let data: Uint8Array;
@@ -123,7 +148,15 @@ function resolveFiles(
           `definition "${file}": field "files[${i}].source": not allowed here`,
         );
       }
-      const src = f.source!.startsWith("/") ? f.source! : `${baseDir}/${f.source}`;
+      // the one host-path check isb rpc uses: a link into ~/.ssh is read where it leads
+      const src = checkHostPath(`definition "${file}": field "files[${i}].source"`, f.source!, {
+        home: paths?.home ?? "/",
+        baseDir,
+        realPath: realPathSync,
+        roots: paths?.roots ?? [],
+        file: true,
+        who: "isx",
+      });
       try {
         data = Deno.readFileSync(src);
       } catch (e) {
@@ -144,7 +177,12 @@ function resolveFiles(
   });
 }
 
-function addLayer(defs: Definitions, kind: LayerKind, dir: string): void {
+function addLayer(
+  defs: Definitions,
+  kind: LayerKind,
+  dir: string,
+  paths: { home: string; roots: readonly string[] },
+): void {
   const trusted = kind !== "project";
   defs.layers.push({ kind, dir });
   for (const file of yamlFiles(`${dir}/tools`)) {
@@ -152,14 +190,14 @@ function addLayer(defs: Definitions, kind: LayerKind, dir: string): void {
     if (text === undefined) continue;
     const def = parseTool(file, parseYamlText(file, text), stemOf(file));
     if (!trusted) refuseProxyRules(file, def);
-    const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""));
+    const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""), paths);
     defs.tools.set(def.name, { def, file, layer: kind, trusted, files });
   }
   for (const file of yamlFiles(`${dir}/templates`)) {
     const text = readText(file);
     if (text === undefined) continue;
     const def = parseTemplate(file, parseYamlText(file, text), stemOf(file));
-    const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""));
+    const files = resolveFiles(file, def.files, file.replace(/\/[^/]*$/, ""), paths);
     defs.templates.set(def.name, { def, file, layer: kind, trusted, files });
   }
 }
@@ -204,8 +242,15 @@ export function builtinDefinitions(): Definitions {
 /** Loads every layer in order; the first invalid file fails the whole load. */
 export function loadDefinitions(dirs: LayerDirs): Definitions {
   const defs = builtinDefinitions();
-  addLayer(defs, "user", dirs.configDir);
-  for (const p of dirs.searchPaths ?? []) addLayer(defs, "search", p);
-  if (dirs.cwd !== undefined) addLayer(defs, "project", `${dirs.cwd}/.isx`);
+  const home = dirs.home ?? "/root";
+  const roots = protectedHostPaths({
+    env: { HOME: home },
+    definitions: true,
+    extra: [`${dirs.configDir}/credentials.yaml`, ...(dirs.protectedPaths ?? [])],
+  });
+  const paths = { home, roots };
+  addLayer(defs, "user", dirs.configDir, paths);
+  for (const p of dirs.searchPaths ?? []) addLayer(defs, "search", p, paths);
+  if (dirs.cwd !== undefined) addLayer(defs, "project", `${dirs.cwd}/.isx`, paths);
   return defs;
 }

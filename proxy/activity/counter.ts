@@ -15,6 +15,8 @@
 
 import type { ActivityEntry, ActivityWire, ModelProvider } from "./activity.ts";
 import { addUsage, type Usage, zeroUsage } from "./usage.ts";
+import { RefusalLog } from "./refusals.ts";
+import { TokenSeries } from "./series.ts";
 
 /** Who a request belongs to, as the address registry resolved it. */
 export interface CallerRef {
@@ -76,6 +78,10 @@ export class ActivityCounter {
   readonly #now: () => number;
   readonly #providers: ModelProvider[];
   readonly #map = new Map<string, Counters>();
+  /** What was refused, for the dashboard (refusals.ts). */
+  readonly refusals: RefusalLog = new RefusalLog();
+  /** Tokens over the last hour per instance, for the dashboard (series.ts). */
+  readonly series: TokenSeries = new TokenSeries();
 
   /** Creates it (nothing runs until a start or a call). */
   constructor(opts: { now: () => number; providers: readonly ModelProvider[] }) {
@@ -130,7 +136,10 @@ export class ActivityCounter {
         // however it ended (502, reset, timeout): idleness is measured from the end, so
         // `idle_seconds` is present whenever nothing is in flight (seed 000)
         c.lastResponse = this.#now();
-        if (outcome.usage) c.usage = addUsage(c.usage, outcome.usage);
+        if (outcome.usage) {
+          c.usage = addUsage(c.usage, outcome.usage);
+          this.series.add(ref.name, c.lastResponse, outcome.usage);
+        }
       },
     };
   }
@@ -170,6 +179,17 @@ export class ActivityCounter {
   refused(ref: CallerRef): void {
     const c = this.#for(ref);
     if (c) c.refused++;
+    this.refusals.add(this.#now(), {
+      kind: "connection_cap",
+      instance: ref.name,
+      target: "a new connection",
+      reason: "over the per-instance connection cap",
+    });
+  }
+
+  /** Records a refusal other than the connection cap (the dashboard lists them). */
+  refusal(r: Parameters<RefusalLog["add"]>[1]): void {
+    this.refusals.add(this.#now(), r);
   }
 
   /**
@@ -184,7 +204,10 @@ export class ActivityCounter {
         this.#for(ref);
       }
       for (const [name, c] of this.#map) {
-        if (!names.has(name) && c.inFlight === 0 && c.tInFlight === 0) this.#map.delete(name);
+        if (!names.has(name) && c.inFlight === 0 && c.tInFlight === 0) {
+          this.#map.delete(name);
+          this.series.drop(name);
+        }
       }
     }
     const now = this.#now();

@@ -24,7 +24,7 @@
  */
 
 import type { Instance, InstanceState } from "../../rpc/base.ts";
-import type { GuardEntry } from "./guard.ts";
+import type { BridgePort, GuardEntry } from "./guard.ts";
 import { type Grant, GRANT_NAMES, type GrantName } from "../config/policy.ts";
 
 /** The stamp prefix isx writes on instances (isx-mcp.md §4.2). */
@@ -53,6 +53,8 @@ export interface InstanceInfo {
   grant: Grant;
   /** Its running NICs with configured addresses, for the bridge guard (proxy/callers/guard.ts). */
   guard?: GuardEntry[];
+  /** Its running NICs' host-side ports and bridges, configured or not (the guard's ports). */
+  ports?: BridgePort[];
   /** Hex SHA-256 of the per-start instance secret, when stamped. */
   secretSha256?: string;
   /** Account pins per provider namespace (`user.incus-spawn.account.<ns>`). */
@@ -170,10 +172,24 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
   const nicAddresses = nics.flatMap(([, d]) => configured(d));
   const running = (i.state?.status ?? i.status) === "Running";
   const guard: GuardEntry[] = [];
+  const ports: BridgePort[] = [];
+  const pinned = nicsPinned(devices, config);
   for (const [nic, d] of running ? nics : []) {
     const port = config[`volatile.${nic}.host_name`];
     const mac = config[`volatile.${nic}.hwaddr`];
-    if (port && mac && configured(d).length) guard.push({ port, mac, addresses: configured(d) });
+    // a managed network's bridge is named as the network; a bridged NIC names its parent (a
+    // macvlan's parent is a host NIC, not a bridge: never guarded as one)
+    const bridge = d["network"] || (d["nictype"] === "bridged" ? d["parent"] : undefined);
+    if (port && bridge) ports.push({ port, bridge });
+    if (port && mac && configured(d).length) {
+      guard.push({
+        port,
+        mac,
+        addresses: configured(d),
+        ...(bridge ? { bridge } : {}),
+        ...(pinned ? { pinned } : {}),
+      });
+    }
   }
   const project = i.project && i.project !== "default" ? `${i.project}/` : "";
   const info: InstanceInfo = {
@@ -182,11 +198,12 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
     running,
     addresses: addressesOf(i.state),
     nicAddresses,
-    grant: grantOf(stamps, nicsPinned(devices, config)),
+    grant: grantOf(stamps, pinned),
     pins,
     ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
   if (guard.length) info.guard = guard;
+  if (ports.length) info.ports = ports;
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();
   return info;

@@ -175,3 +175,24 @@ Deno.test("ClientRegistry names callers from NIC configuration and grants only b
   equal(await who("10.77.0.99"), undefined);
   await reg.close();
 });
+
+Deno.test("ClientRegistry.refresh during a listing lists once more after it, shared by every such call", async () => {
+  let calls = 0;
+  let release!: () => void;
+  const first = new Promise<void>((r) => (release = r));
+  const reg = new ClientRegistry({
+    async listInstances() {
+      const n = ++calls;
+      if (n === 1) await first; // read before the instance below existed
+      return n === 1 ? [] : [info("late", { nicAddresses: ["10.77.0.50"] })];
+    },
+  }, { now: () => 0 });
+  const a = reg.refresh();
+  const b = reg.refresh(); // an Incus event arrived while the first listing ran
+  const c = reg.refresh();
+  release();
+  await Promise.all([a, b, c]);
+  equal(calls, 2, "one more listing, not one per call");
+  assertEquals(reg.known()?.map((r) => r.name), ["late"]);
+  await reg.close();
+});

@@ -185,7 +185,15 @@ export async function admit(
     status,
     message,
   });
-  if (!caller) return answer(403, "this address belongs to no instance");
+  if (!caller) {
+    deps.counter.refusal({
+      kind: "unknown_caller",
+      instance: null,
+      target: req.authority,
+      reason: "a request to an intercepted host from an address that belongs to no instance",
+    });
+    return answer(403, "this address belongs to no instance");
+  }
   const m = /^(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@:[\]]+)(?::(\d{1,5}))?$/.exec(req.authority);
   if (!m) return answer(400, "malformed Host header");
   const host = hostOnly(req.authority);
@@ -205,6 +213,12 @@ export async function admit(
   if (route.kind === "fail") {
     traffic.end();
     log.warn("proxy: failing closed", { instance: caller.name, host, reason: route.message });
+    deps.counter.refusal({
+      kind: "policy",
+      instance: caller.name,
+      target: host,
+      reason: route.message,
+    });
     return answer(route.status, route.message);
   }
   const wanted: HeaderOp<Value>[] = [...route.ops];

@@ -83,6 +83,7 @@ export class ClientRegistry implements CallerLookup {
   #all: InstanceInfo[] | undefined;
   #lastList = -Infinity;
   #pending: Promise<void> | undefined;
+  #again: Promise<void> | undefined;
   #abort = new AbortController();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #loop: Promise<void> | undefined;
@@ -96,9 +97,20 @@ export class ClientRegistry implements CallerLookup {
     this.#onListing = opts.onListing;
   }
 
-  /** Lists now (joining a listing already in progress). */
+  /**
+   * Lists now. A call while a listing is in progress gets one more listing after it (shared
+   * by every such call): that listing may have been read before what the caller heard of
+   * (an Incus event, a new address), so joining it would keep the old view until the next.
+   */
   refresh(): Promise<void> {
-    this.#pending ??= (async () => {
+    if (this.#pending) {
+      this.#again ??= this.#pending.then(() => {
+        this.#again = undefined;
+        return this.refresh();
+      });
+      return this.#again;
+    }
+    this.#pending = (async () => {
       try {
         const list = await this.#source.listInstances();
         await this.#onListing?.(list);
@@ -187,8 +199,14 @@ export interface IncusLike {
   ): Promise<AsyncIterable<{ metadata?: { action?: unknown } }> & { close(): void }>;
 }
 
-/** Adapts the Incus client: one listing of every project with state, and lifecycle events. */
-export function incusSource(client: IncusLike): InstanceSource {
+/**
+ * Adapts the Incus client: one listing of every project with state, and lifecycle events.
+ * `onRaw` also gets each listing as Incus sent it (the dashboard keeps its facts from it).
+ */
+export function incusSource(
+  client: IncusLike,
+  onRaw?: (list: readonly (Instance & { state?: InstanceState })[]) => void,
+): InstanceSource {
   return {
     async listInstances() {
       const r = await client.call("GET", "/1.0/instances", {
@@ -197,6 +215,7 @@ export function incusSource(client: IncusLike): InstanceSource {
       const list = (r.kind === "sync" ? r.metadata : []) as
         | (Instance & { state?: InstanceState })[]
         | null;
+      onRaw?.(list ?? []);
       return (list ?? []).map(instanceInfo);
     },
     async *events(signal: AbortSignal) {

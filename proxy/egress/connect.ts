@@ -47,12 +47,13 @@ async function serveOne(
       await conn.write(enc.encode("HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n"));
       return;
     }
-    const { host, port } = splitAuthority(target, 443);
+    const authority = splitAuthority(target, 443);
     try {
-      upstream = await dialGuarded(host, port, guard);
+      if (!authority) throw new TypeError(`not host:port: ${JSON.stringify(target)}`);
+      upstream = await dialGuarded(authority.host, authority.port, guard);
     } catch (e) {
       log.warn("proxy: egress upstream refused", { error: String((e as Error)?.message ?? e) });
-      await conn.write(unreachable(host, port));
+      await conn.write(unreachable());
       return;
     }
     await conn.write(enc.encode("HTTP/1.1 200 Connection Established\r\n\r\n"));

@@ -1,7 +1,7 @@
 /**
  * Connecting where a guest asked, only where the guard allows: the I/O edge of
- * proxy/egress/guard.ts. The name is resolved once, every answer checked, and the
- * connection made to a checked address (never to the name, which would be looked up again:
+ * proxy/egress/guard.ts. The host is parsed once (proxy/egress/address.ts), a name resolved
+ * once, every answer checked as bytes, and the connection made to those bytes (never to the name, which would be looked up again:
  * no DNS rebinding between the check and the connect). Also reads what the forward proxy's
  * rules need from the host: its own addresses and the subnets of its interfaces (every
  * Incus bridge, the proxy-only bridge, isb egress bridges and the LAN are interfaces here),
@@ -12,6 +12,7 @@
 
 import { IsbError, log } from "../../rpc/base.ts";
 import { type Cidr, type Guard, guardedAddresses, parseCidr, type Resolver } from "./guard.ts";
+import { formatAddress, parseIp } from "./address.ts";
 
 /** The host's own addresses and the subnets of its interfaces. */
 export interface HostNets {
@@ -39,7 +40,8 @@ export function readHostNets(): HostNets {
     }
   }
   for (const i of list) {
-    own.add(i.address.toLowerCase().replace(/%.*$/, ""));
+    const ip = parseIp(i.address.toLowerCase().replace(/%.*$/, ""));
+    if (ip) own.add(ip.text);
     const c = parseCidr(i.cidr.replace(/%[^/]*/, ""));
     if (c) subnets.push(c);
   }
@@ -72,10 +74,12 @@ export async function dialGuarded(
 ): Promise<Deno.TcpConn> {
   const addresses = await guardedAddresses(host, guard);
   let last: unknown;
-  for (const hostname of addresses) {
+  for (const address of addresses) {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), opts.timeoutMs ?? 10_000);
     try {
+      // The checked bytes, written canonically: never the text the guest sent.
+      const hostname = formatAddress(address.bytes);
       return await Deno.connect({ hostname, port, signal: ac.signal, autoSelectFamily: false });
     } catch (e) {
       last = e;

@@ -172,9 +172,9 @@ Deno.test("guardedAddresses checks IP literals unless told to use them as they a
     (e: unknown) => e instanceof IsbError && e.code === "forbidden",
   );
   await rejects(guardedAddresses("[::1]", guard), /not a public address/);
-  equal((await guardedAddresses("8.8.4.4", guard))[0], "8.8.4.4");
-  equal((await guardedAddresses("[::1]", { ...guard, literalsAsIs: true }))[0], "::1");
-  equal((await guardedAddresses("two.test", guard)).join(), "8.8.8.8,1.1.1.1");
+  equal((await guardedAddresses("8.8.4.4", guard))[0]!.text, "8.8.4.4");
+  equal((await guardedAddresses("[::1]", { ...guard, literalsAsIs: true }))[0]!.text, "::1");
+  equal((await guardedAddresses("two.test", guard)).map((a) => a.text).join(), "8.8.8.8,1.1.1.1");
   await rejects(
     guardedAddresses("x.test", { ...guard, resolve: () => Promise.reject(new TypeError("down")) }),
     (e: unknown) => e instanceof IsbError && e.code === "io" && /down/.test(e.message),
@@ -191,8 +191,8 @@ Deno.test("publicGuard with the host's nets refuses its own public address and s
   const guard = publicGuard((h) => Promise.resolve(dns[h] ?? []), nets);
   await rejects(guardedAddresses("own.test", guard), /no public address/);
   await rejects(guardedAddresses("bridge.test", guard), /no public address/);
-  equal((await guardedAddresses("ok.test", guard)).join(), "8.8.8.8");
+  equal((await guardedAddresses("ok.test", guard)).map((a) => a.text).join(), "8.8.8.8");
   // Without the nets (tests of the egress relay alone) only special addresses are refused.
   const bare = publicGuard((h) => Promise.resolve(dns[h] ?? []));
-  equal((await guardedAddresses("own.test", bare)).join(), "198.51.99.7");
+  equal((await guardedAddresses("own.test", bare)).map((a) => a.text).join(), "198.51.99.7");
 });

@@ -13,6 +13,10 @@
  * `/health` is computed on each read: whether the config files changed since start, whether
  * the bridge DNS points at the proxy, what is wrong with the credentials file now.
  *
+ * Behind the same host-caller fence: the dashboard (`/dashboard/…`, proxy/dashboard/server.ts,
+ * with its own `Host` and token checks) and `POST /tasks`, where `isx mcp` reports the task
+ * states it learns (the task-report token in `x-isx-task-token`; proxy/dashboard/tasks.ts).
+ *
  * @module
  */
 
@@ -22,6 +26,7 @@ import type { ActivityCounter } from "../activity/counter.ts";
 import { normalizeAddress } from "../callers/clients.ts";
 import { isLoopback } from "../relay/upstream.ts";
 import { constantTimeEqual } from "../config/secret.ts";
+import { parseTaskReport, type TaskBoard } from "../dashboard/tasks.ts";
 import type { ReloadState } from "../config/reload.ts";
 import type { SourceStatus } from "../config/command_source.ts";
 
@@ -35,6 +40,8 @@ export interface CredentialsHealth extends ReloadState {
 
 /** The header carrying the shutdown token. */
 export const SHUTDOWN_HEADER = "x-isx-proxy-token";
+/** The header carrying the task-report token (`POST /tasks`). */
+export const TASK_TOKEN_HEADER = "x-isx-task-token";
 
 /** The `/health` body. */
 export interface HealthInfo {
@@ -98,6 +105,10 @@ export interface HealthDeps {
   hostAddresses: ReadonlySet<string>;
   /** `POST /shutdown` with this token calls `onShutdown`; absent = no such endpoint. */
   shutdown?: { token: string; onShutdown: () => void };
+  /** Answers every path under `/dashboard` (proxy/dashboard/server.ts). */
+  dashboard?: (req: Request) => Promise<Response>;
+  /** `POST /tasks` with this token reports a task to the board. */
+  taskReport?: { token: string; board: TaskBoard; now: () => number };
 }
 
 function json(body: string): Response {
@@ -129,6 +140,12 @@ export function healthHandler(
       queueMicrotask(deps.shutdown.onShutdown);
       return json(JSON.stringify({ stopping: true, pid: Deno.pid }));
     }
+    if (deps.dashboard && (path === "/dashboard" || path.startsWith("/dashboard/"))) {
+      return deps.dashboard(req);
+    }
+    if (req.method === "POST" && path === "/tasks" && deps.taskReport) {
+      return taskReport(req, deps.taskReport);
+    }
     if (req.method !== "GET") return new Response("not found\n", { status: 404 });
     if (path === "/health") return json(JSON.stringify(await deps.health()));
     if (path === "/ca.crt") {
@@ -149,4 +166,21 @@ export function healthHandler(
     if (path === "/accounts" && deps.accounts) return json(JSON.stringify(deps.accounts()));
     return new Response("not found\n", { status: 404 });
   };
+}
+
+async function taskReport(
+  req: Request,
+  to: NonNullable<HealthDeps["taskReport"]>,
+): Promise<Response> {
+  if (!constantTimeEqual(req.headers.get(TASK_TOKEN_HEADER) ?? "", to.token)) {
+    return new Response("forbidden\n", { status: 403 });
+  }
+  const body = await req.text();
+  if (body.length > 16_384) return new Response("report too large\n", { status: 413 });
+  try {
+    const taken = to.board.report(parseTaskReport(JSON.parse(body)), to.now());
+    return json(JSON.stringify({ taken }));
+  } catch (e) {
+    return new Response(`invalid task report: ${(e as Error).message}\n`, { status: 400 });
+  }
 }

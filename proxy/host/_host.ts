@@ -34,6 +34,8 @@ import { bridgeInfoOf, EgressListeners } from "../egress/serve.ts";
 import { type ProxyHandle, startProxy } from "./_start.ts";
 import { BridgeFollower, proxyOnlyGateway } from "./_proxy_only.ts";
 import { Policy } from "../config/policy.ts";
+import { dashboardToken, taskReportToken } from "../dashboard/token.ts";
+import { InstanceShelf } from "../dashboard/view.ts";
 
 /** Where `isx proxy` finds things. */
 export interface HostPaths {
@@ -114,9 +116,12 @@ export async function startHostProxy(
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
     const member = paths.incus?.target;
-    const registry = new ClientRegistry(incusSource(member ? memberOnly(incus, member) : incus), {
+    const shelf = new InstanceShelf();
+    const source = incusSource(member ? memberOnly(incus, member) : incus, (l) => shelf.set(l));
+    const registry = new ClientRegistry(source, {
       now: Date.now,
-      onListing: (list) => guard.sync(list.flatMap((i) => i.guard ?? [])),
+      onListing: (list) =>
+        guard.sync(list.flatMap((i) => i.guard ?? []), list.flatMap((i) => i.ports ?? [])),
     });
     cleanup.unshift(() => registry.close());
     // Not awaited: a slow Incus must not keep the proxy from answering; callers wait instead.
@@ -227,6 +232,16 @@ export async function startHostProxy(
         streamIdleMs: config.limits.stream_idle_timeout,
       },
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
+      // the dashboard's tokens derive from the shutdown token: no token, no dashboard
+      ...(opts.shutdown
+        ? {
+          dashboard: {
+            token: await dashboardToken(opts.shutdown.token),
+            reportToken: await taskReportToken(opts.shutdown.token),
+            shelf,
+          },
+        }
+        : {}),
     });
     cleanup.unshift(() => handle.close());
     // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here

@@ -1,7 +1,9 @@
 /**
  * The files a running proxy leaves in `<stateDir>/proxy/` (0700): `proxy.pid` (its pid),
  * `proxy.token` (0600; the secret `isx proxy stop` presents to `POST /shutdown`) and
- * `proxy.log`. The proxy writes the pid and token itself when it is up and removes them
+ * `proxy.log`, and `task-report.token` (0600; what `isx mcp` presents to `POST /tasks`, a
+ * one-way derivation of the shutdown token: reading it cannot stop the proxy). The proxy
+ * writes the pid and tokens itself when it is up and removes them
  * when it exits, but only if they are still its own, so a racing second start cannot
  * delete a live proxy's files.
  *
@@ -13,9 +15,15 @@ import { IsbError } from "../../rpc/base.ts";
 /** The paths under a state directory. */
 export function runPaths(
   stateDir: string,
-): { dir: string; pid: string; token: string; log: string } {
+): { dir: string; pid: string; token: string; log: string; report: string } {
   const dir = `${stateDir}/proxy`;
-  return { dir, pid: `${dir}/proxy.pid`, token: `${dir}/proxy.token`, log: `${dir}/proxy.log` };
+  return {
+    dir,
+    pid: `${dir}/proxy.pid`,
+    token: `${dir}/proxy.token`,
+    log: `${dir}/proxy.log`,
+    report: `${dir}/task-report.token`,
+  };
 }
 
 async function readOrUndefined(path: string): Promise<string | undefined> {
@@ -35,12 +43,21 @@ export function newToken(): string {
   ).join("");
 }
 
-/** Writes the pid and the token. */
-export async function writeRunFiles(stateDir: string, pid: number, token: string): Promise<void> {
+/** Writes the pid and the tokens (`report`: the task-report token, when served). */
+export async function writeRunFiles(
+  stateDir: string,
+  pid: number,
+  token: string,
+  report?: string,
+): Promise<void> {
   const p = runPaths(stateDir);
   await Deno.mkdir(p.dir, { recursive: true, mode: 0o700 });
   await Deno.writeTextFile(p.token, token + "\n", { mode: 0o600 });
   await Deno.chmod(p.token, 0o600);
+  if (report !== undefined) {
+    await Deno.writeTextFile(p.report, report + "\n", { mode: 0o600 });
+    await Deno.chmod(p.report, 0o600);
+  }
   await Deno.writeTextFile(p.pid, `${pid}\n`, { mode: 0o644 });
 }
 
@@ -59,5 +76,5 @@ export async function removeRunFiles(stateDir: string, pid?: number): Promise<vo
   const have = await readRunFiles(stateDir);
   if (pid !== undefined && have.pid !== undefined && have.pid !== pid) return;
   const p = runPaths(stateDir);
-  for (const f of [p.pid, p.token]) await Deno.remove(f).catch(() => {});
+  for (const f of [p.pid, p.token, p.report]) await Deno.remove(f).catch(() => {});
 }

@@ -33,6 +33,9 @@ import type { Resolver } from "../egress/guard.ts";
 import type { HostNets } from "../egress/dial.ts";
 import { Handoff } from "../callers/handoff.ts";
 import { type ExtraListen, ExtraListens, listenOrThrow } from "./_extra_listens.ts";
+import { dashboardHandler } from "../dashboard/server.ts";
+import { TaskBoard } from "../dashboard/tasks.ts";
+import type { InstanceShelf } from "../dashboard/view.ts";
 
 export type { ExtraListen } from "./_extra_listens.ts";
 
@@ -88,6 +91,11 @@ export interface StartProxyOptions {
   resolve?: Resolver;
   /** Test only: the host's addresses and subnets (default: its interfaces). */
   hostNets?: () => HostNets;
+  /**
+   * Serves the dashboard on the ops port(s) with this page token, and `POST /tasks` with
+   * this report token; `shelf` holds the registry's last listing (proxy/dashboard).
+   */
+  dashboard?: { token: string; reportToken: string; shelf: InstanceShelf };
 }
 
 /** A running proxy. */
@@ -101,6 +109,8 @@ export interface ProxyHandle {
   };
   /** The counters behind `/activity`. */
   readonly counter: ActivityCounter;
+  /** The tasks `isx mcp` reported (the dashboard shows them). */
+  readonly tasks: TaskBoard;
   /** Also serves TLS interception and the forward proxy on `at.hostname` (another gateway). */
   addListen(at: ExtraListen): Promise<{ tls: Deno.NetAddr; forward: Deno.NetAddr }>;
   /** Stops serving an address added by {@link ProxyHandle.addListen} (no-op if unknown). */
@@ -195,7 +205,27 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       startedAt,
       listen,
     });
+    const tasks = new TaskBoard();
+    let healthServers: Deno.HttpServer<Deno.NetAddr>[] = [];
+    const dash = opts.dashboard;
     const ops = healthHandler({
+      ...(dash
+        ? {
+          dashboard: dashboardHandler({
+            token: dash.token,
+            counter,
+            clients: opts.clients,
+            shelf: dash.shelf,
+            tasks,
+            health,
+            loopbackPorts: () =>
+              healthServers.filter((s) => isLoopbackName(s.addr.hostname)).map((s) => s.addr.port),
+            signal: abort.signal,
+            now,
+          }),
+          taskReport: { token: dash.reportToken, board: tasks, now },
+        }
+        : {}),
       clients: opts.clients,
       counter,
       health,
@@ -205,7 +235,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
       ...(opts.dump ? { dump: opts.dump } : {}),
     });
-    const healthServers = opts.listen.health.map((h) =>
+    healthServers = opts.listen.health.map((h) =>
       Deno.serve({ hostname: h.hostname, port: h.port, signal: abort.signal, onListen() {} }, ops)
     );
     servers.push(...healthServers);
@@ -246,6 +276,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
         health: healthServers.map((s) => s.addr),
       },
       counter,
+      tasks,
       caFingerprint: opts.ca.fingerprint,
       health,
       addListen: (at) => extras.add(at),
@@ -271,4 +302,9 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
   }
+}
+
+function isLoopbackName(hostname: string): boolean {
+  const a = normalizeAddress(hostname);
+  return a === "::1" || a.startsWith("127.");
 }

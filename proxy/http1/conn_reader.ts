@@ -11,6 +11,9 @@
 
 import { headText } from "./http1.ts";
 
+/** The first buffer of a reader (it grows when a read fills it). */
+export const FIRST_BUFFER = 4096;
+
 /** What {@link ConnReader.head} found. */
 export type HeadRead = { text: string } | { end: true } | { tooLarge: true };
 
@@ -18,7 +21,8 @@ export type HeadRead = { text: string } | { end: true } | { tooLarge: true };
 export class ConnReader {
   /** The connection read from. */
   readonly conn: Deno.Conn;
-  readonly #buf: Uint8Array;
+  #buf: Uint8Array;
+  readonly #cap: number;
   #start = 0;
   #end = 0;
   #eof = false;
@@ -27,10 +31,20 @@ export class ConnReader {
   /** Called after every read that got bytes (the relay's stall watchdog). */
   onData: (() => void) | undefined;
 
-  /** Creates it with a buffer of `size` bytes (the largest head it can read). */
+  /**
+   * Creates it with a buffer that grows to `size` bytes (the largest head it can read): it
+   * starts at {@link FIRST_BUFFER}, so a connection that sends little (a stalled head, a
+   * slowloris) holds little, and is four times larger each time a read fills it.
+   */
   constructor(conn: Deno.Conn, size = 64 * 1024) {
     this.conn = conn;
-    this.#buf = new Uint8Array(size);
+    this.#cap = size;
+    this.#buf = new Uint8Array(Math.min(size, FIRST_BUFFER));
+  }
+
+  /** The buffer's current size (it grows up to the size given). */
+  get capacity(): number {
+    return this.#buf.length;
   }
 
   /** Bytes read but not consumed. */
@@ -45,7 +59,7 @@ export class ConnReader {
 
   /** True when the buffer holds as much as it can. */
   get full(): boolean {
-    return this.buffered === this.#buf.length;
+    return this.buffered === this.#cap;
   }
 
   /** True while a read is outstanding. */
@@ -77,6 +91,11 @@ export class ConnReader {
       this.#buf.copyWithin(0, this.#start, this.#end);
       this.#end -= this.#start;
       this.#start = 0;
+    }
+    if (this.#end === this.#buf.length && this.#buf.length < this.#cap) {
+      const grown = new Uint8Array(Math.min(this.#cap, this.#buf.length * 4));
+      grown.set(this.#buf.subarray(0, this.#end));
+      this.#buf = grown;
     }
     if (this.#end === this.#buf.length) return false;
     let n: number | null;
@@ -127,10 +146,10 @@ export class ConnReader {
           this.consume(text.length);
           return { text };
         }
-        if (this.buffered >= this.#buf.length) return { tooLarge: true };
+        if (this.buffered >= this.#cap) return { tooLarge: true };
       }
       if (!(await this.fill())) {
-        return this.buffered >= this.#buf.length ? { tooLarge: true } : { end: true };
+        return this.buffered >= this.#cap ? { tooLarge: true } : { end: true };
       }
     }
   }

@@ -130,6 +130,39 @@ export async function pumpRequest(
   return true;
 }
 
+/**
+ * Reads a request body ahead, before anything of the request goes upstream, so a body
+ * whose framing is bad (or that the guest stops sending) never lets the head, with its
+ * injected credential, leave: a `content-length` body or a chunked one is read until it is
+ * complete (chunked framing checked all the way) or the reader's buffer (64 KiB) is full;
+ * a larger body is then streamed, its framing checked as it goes. With `expect:
+ * 100-continue` the head must go first (the guest waits for the interim answer), so only
+ * the forwarding checks it. "bad" is malformed chunked framing, "short" a guest that ended
+ * before its body did.
+ */
+export async function prefetchBody(
+  from: ConnReader,
+  framing: Framing,
+  o: { expectContinue: boolean },
+): Promise<"ok" | "bad" | "short"> {
+  if (o.expectContinue || (framing.kind !== "length" && framing.kind !== "chunked")) return "ok";
+  const chunked = framing.kind === "chunked" ? new ChunkedDecoder() : undefined;
+  // Offsets into the view: nothing is consumed here, so they stay valid across fills.
+  let checked = 0;
+  for (;;) {
+    const v = from.view();
+    if (chunked) {
+      while (checked < v.length && !chunked.done) {
+        checked = chunked.step(v, checked, v.length);
+        if (checked < 0) return "bad";
+      }
+      if (chunked.done) return "ok";
+    } else if (framing.kind === "length" && v.length >= framing.length) return "ok";
+    if (from.full) return "ok";
+    if (!(await from.fill())) return from.full ? "ok" : "short";
+  }
+}
+
 /** Where one response body goes. */
 export interface ResponseSink {
   /** The guest connection. */

@@ -26,6 +26,7 @@ import {
 import {
   type BodyWriter,
   type KeptBody,
+  prefetchBody,
   pumpRequest,
   pumpResponse,
   readFinalHead,
@@ -103,6 +104,17 @@ export async function exchange(
   const { origin } = a;
   let up: Lease | undefined;
   try {
+    // The body's framing is checked (a small body whole) before any upstream connection.
+    const dog = new Watchdog(s.limits.streamIdleMs, () => s.close());
+    s.g.onData = () => dog.kick();
+    const body = await prefetchBody(s.g, framing, {
+      expectContinue: /\b100-continue\b/i.test(req.headers.get("expect") ?? ""),
+    }).finally(() => {
+      dog.stop();
+      s.g.onData = undefined;
+    });
+    if (body === "bad") return await s.refuse(400, "malformed chunked request body");
+    if (body === "short") return false;
     try {
       up = await s.pool.acquire(
         `${instance}|${origin.secure}|${origin.hostname}|${origin.port}`,

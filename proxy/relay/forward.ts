@@ -19,12 +19,12 @@
  * @module
  */
 
-import { log } from "../../rpc/base.ts";
+import { IsbError, log } from "../../rpc/base.ts";
 import { callerOf, type EgressLookup } from "../callers/admit.ts";
 import type { Caller, CallerLookup } from "../callers/clients.ts";
 import type { Handoff } from "../callers/handoff.ts";
 import type { ActivityCounter } from "../activity/counter.ts";
-import { hostOnly, type Policy } from "../config/policy.ts";
+import type { Policy } from "../config/policy.ts";
 import { closeQuietly, type Gate, serveConns, type Served } from "../host/accept.ts";
 import { type Guard, type Resolver, targetAllowed } from "../egress/guard.ts";
 import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "../egress/dial.ts";
@@ -83,24 +83,38 @@ async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   while (off < data.length) off += await conn.write(data.subarray(off));
 }
 
-/** Reads one request head (up to 64 KiB) and what came after it; undefined at the end. */
+/**
+ * Reads one request head (up to 64 KiB) and what came after it; undefined at the end or
+ * over the cap. The buffer starts at 4 KiB and grows only as bytes come, so a stalled head
+ * (a slowloris) holds no more than it sent.
+ */
 export async function readHead(
   conn: Deno.Conn,
 ): Promise<{ head: string; rest: Uint8Array } | undefined> {
-  const buf = new Uint8Array(HEAD_CAP);
+  let buf = new Uint8Array(4096);
   let n = 0;
   while (n < HEAD_CAP) {
+    if (n === buf.length) {
+      const grown = new Uint8Array(Math.min(HEAD_CAP, buf.length * 4));
+      grown.set(buf);
+      buf = grown;
+    }
     const got = await conn.read(buf.subarray(n));
     if (got === null) return undefined;
+    const from = Math.max(0, n - 3);
     n += got;
-    const text = dec.decode(buf.subarray(0, n));
-    const end = text.indexOf("\r\n\r\n");
-    if (end >= 0) {
-      const headLen = enc.encode(text.slice(0, end + 4)).length;
-      return { head: text.slice(0, end), rest: buf.slice(headLen, n) };
-    }
+    const end = headEnd(buf, from, n);
+    if (end >= 0) return { head: dec.decode(buf.subarray(0, end)), rest: buf.slice(end + 4, n) };
   }
   return undefined;
+}
+
+/** Where `\r\n\r\n` starts in `buf[from, to)`, or -1. */
+function headEnd(buf: Uint8Array, from: number, to: number): number {
+  for (let i = from; i + 3 < to; i++) {
+    if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) return i;
+  }
+  return -1;
 }
 
 /**
@@ -151,19 +165,28 @@ function reply(status: string, note = ""): Uint8Array {
   );
 }
 
-/** The one answer for a target that is refused or cannot be reached. */
-export function unreachable(host: string, port: number): Uint8Array {
-  return reply("502 Bad Gateway", `cannot connect to ${host}:${port}`);
+/**
+ * The one answer for a target that is refused, malformed or cannot be reached: the same
+ * bytes whatever the target, so a guest learns nothing about which it was.
+ */
+export function unreachable(): Uint8Array {
+  return reply("502 Bad Gateway", "cannot connect to the requested target");
 }
 
-/** `host:port` (or `[v6]:port`) → host and port (`defaultPort` when none is given). */
+/**
+ * `host:port` (or `[v6]:port`) → the host's text (lowercased, brackets kept, not yet parsed:
+ * proxy/egress/address.ts does that once, in the dial) and port (`defaultPort` when none is
+ * given); undefined for anything else (a bare IPv6, a port out of range).
+ */
 export function splitAuthority(
   authority: string,
   defaultPort: number,
-): { host: string; port: number } {
-  const host = hostOnly(authority);
-  const m = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""));
-  return { host, port: m ? Number(m[1]) : defaultPort };
+): { host: string; port: number } | undefined {
+  const m = /^(\[[^\]]*\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(authority);
+  if (!m) return undefined;
+  const port = m[2] === undefined ? defaultPort : Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: m[1]!.toLowerCase(), port };
 }
 
 /** Serves one forward-proxy connection to its end. */
@@ -181,12 +204,20 @@ export async function handleForward(
     const got = caller ? await readHead(conn) : undefined;
     clearTimeout(timer);
     if (!caller) {
+      deps.counter.refusal({
+        kind: "unknown_caller",
+        instance: null,
+        target: (conn.remoteAddr as Deno.NetAddr).hostname,
+        reason: "forward proxy: this address belongs to no instance",
+      });
       return await writeAll(conn, reply("403 Forbidden", "this address belongs to no instance"));
     }
     if (!got) return;
     const [method = "", target = ""] = got.head.split("\r\n", 1)[0]!.split(" ");
     if (method === "CONNECT") {
-      const { host, port } = splitAuthority(target, 443);
+      const authority = splitAuthority(target, 443);
+      if (!authority) return await writeAll(conn, unreachable());
+      const { host, port } = authority;
       const intercepted = deps.policy.covers(host) || deps.egress?.covers(caller, host);
       if (intercepted && port === 443 && deps.mitmPort) {
         upstream = await Deno.connect({ hostname: "127.0.0.1", port: deps.mitmPort });
@@ -220,16 +251,19 @@ export async function handleForward(
     if (url.protocol !== "http:") {
       return await writeAll(conn, reply("400 Bad Request", "only http:// is forwarded"));
     }
+    // The host dialled is the target's own text, parsed once in the dial, not the URL
+    // parser's rewrite of it (which reads 012 as octal, %31 as 1 and takes user info).
+    const authority = splitAuthority(/^http:\/\/([^/?#]*)/i.exec(target)?.[1] ?? "", 80);
+    if (!authority) return await writeAll(conn, unreachable());
     const lines = got.head.split("\r\n").slice(1).filter((l) =>
       !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l)
     );
     const head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\n${
       lines.join("\r\n")
     }\r\nconnection: close\r\n\r\n`;
-    const port = url.port ? Number(url.port) : 80;
     return await tunnel(conn, { ...deps, guard, stopping }, caller, {
-      host: hostOnly(url.host),
-      port,
+      host: authority.host,
+      port: authority.port,
       first: got.rest,
       head: enc.encode(head),
     });
@@ -254,11 +288,19 @@ async function tunnel(
       upstream = await dialGuarded(t.host, t.port, deps.guard);
     } catch (e) {
       // Refused or unreachable: one answer, so the guest learns nothing about which.
+      if (e instanceof IsbError && e.code === "forbidden") {
+        deps.counter.refusal({
+          kind: "forward_target",
+          instance: caller.name,
+          target: `${t.host}:${t.port}`,
+          reason: "not a public address",
+        });
+      }
       log.debug("proxy: forward target refused or unreachable", {
         instance: caller.name,
         error: String((e as Error)?.message ?? e),
       });
-      return await writeAll(conn, unreachable(t.host, t.port));
+      return await writeAll(conn, unreachable());
     }
     traffic.responded();
     if (t.head) {

@@ -74,7 +74,7 @@ export class UpstreamPool {
     if (list) this.#idle.delete(key);
     if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
     const address = this.#guard && !origin.overridden
-      ? (await guardedAddresses(origin.hostname, this.#guard))[0]!
+      ? (await guardedAddresses(origin.hostname, this.#guard))[0]!.text
       : origin.hostname;
     if (this.#closed) throw new IsbError("io", "connect upstream: the proxy is stopping");
     const tcp = await Deno.connect({ hostname: address, port: origin.port });

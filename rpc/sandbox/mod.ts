@@ -15,7 +15,7 @@
  *   createTimeoutMs,              // --create-timeout (default: the client's createMs, 10 min)
  *   term: ctx.env.TERM,           // for tty execs
  *   // optional: clock {now, sleep}, wallNow, lockWaitMs, fs (compose file access), inUse,
- *   // protectedPaths (never read nor mounted: protected.ts)
+ *   // protectedPaths (never read nor mounted: protected.ts; added to the defaults of env)
  * });
  * ```
  *
@@ -45,7 +45,7 @@ import {
   DENO_FS,
   protectFs,
 } from "./compose/mod.ts";
-import { cachedServerInfo, desiredToJson, poolFacts } from "./resolve/mod.ts";
+import { cachedServerInfo, desiredToJson, poolFacts, protectedHostPaths } from "./resolve/mod.ts";
 import {
   ensureVolume,
   forceDelete,
@@ -112,6 +112,12 @@ export type * from "./_engine_types.ts";
 
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {
+  // always the defaults of this environment, whatever the caller adds (protected.ts)
+  const roots = protectedHostPaths({
+    env: opts.env,
+    isbStateDir: opts.isbStateDir,
+    extra: opts.protectedPaths ?? [],
+  });
   const rt: Runtime = {
     incus: opts.incus,
     clock: opts.clock ?? SYSTEM_CLOCK,
@@ -123,10 +129,10 @@ export function createEngine(opts: EngineOptions): Engine {
     createTimeoutMs: opts.createTimeoutMs ?? opts.incus.conn.timeouts.createMs,
     lockWaitMs: opts.lockWaitMs ?? LOCK_WAIT_MS,
     inUse: opts.inUse,
-    protectedPaths: opts.protectedPaths ?? [],
+    protectedPaths: roots,
     serverInfo: cachedServerInfo(() => (opts.clock ?? SYSTEM_CLOCK).now()),
   };
-  const fs = protectFs(opts.fs ?? DENO_FS, opts.protectedPaths ?? []);
+  const fs = protectFs(opts.fs ?? DENO_FS, roots);
   const pool = async (incus: IncusClient, requested?: string) =>
     pickPool(await poolFacts(incus), requested);
   const engine: Engine = {

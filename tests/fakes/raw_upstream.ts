@@ -31,6 +31,8 @@ export interface RawUpstream {
   port: number;
   origin: string;
   requests: RawRequest[];
+  /** Every request head as soon as it arrived, before its body (a bad body included). */
+  heads: string[];
   /** Connections accepted so far. */
   readonly connections: number;
   close(): Promise<void>;
@@ -84,6 +86,7 @@ async function readBody(b: Bytes, head: string): Promise<string | undefined> {
 export function startRawUpstream(respond: (req: RawRequest) => RawReply): RawUpstream {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const requests: RawRequest[] = [];
+  const heads: string[] = [];
   const conns = new Set<Deno.Conn>();
   let connections = 0;
   const serve = async (conn: Deno.Conn, id: number) => {
@@ -93,6 +96,7 @@ export function startRawUpstream(respond: (req: RawRequest) => RawReply): RawUps
         while (!b.text().includes("\r\n\r\n")) if (!(await b.more())) return;
         const at = b.text().indexOf("\r\n\r\n") + 4;
         const head = dec.decode(b.take(enc.encode(b.text().slice(0, at)).length));
+        heads.push(head);
         if (/\r\nexpect: *100-continue/i.test(head)) {
           await conn.write(enc.encode("HTTP/1.1 100 Continue\r\n\r\n"));
         }
@@ -129,6 +133,7 @@ export function startRawUpstream(respond: (req: RawRequest) => RawReply): RawUps
     port,
     origin: `http://127.0.0.1:${port}`,
     requests,
+    heads,
     get connections() {
       return connections;
     },

@@ -19,7 +19,7 @@ import type { Clock } from "../../clock.ts";
 import type { ComposeFile, SandboxSpec } from "../spec/spec.ts";
 import { secretFileMode } from "../spec/parts.ts";
 import { ensureGuestDir } from "../instances/guest_dir.ts";
-import { refuseProtected } from "../resolve/protected.ts";
+import { checkHostFile } from "../resolve/protected.ts";
 import { checkUnitValues, secretPath, secretTargetProblem } from "./_unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
@@ -54,10 +54,12 @@ export async function gatherSecretValues(
     }
     if (def.file !== undefined) {
       const path = posix.resolve(opts.baseDir, def.file);
-      const roots = opts.protectedPaths ?? [];
-      refuseProtected(`secret "${key}": file`, path, roots);
-      const canon = await opts.realPath?.(path).catch(() => undefined);
-      if (canon !== undefined) refuseProtected(`secret "${key}": file`, canon, roots);
+      await checkHostFile(`secret "${key}": file`, path, {
+        home: "/",
+        baseDir: opts.baseDir,
+        roots: opts.protectedPaths ?? [],
+        ...(opts.realPath ? { realPath: opts.realPath } : {}),
+      });
       try {
         out[key] = await opts.readTextFile(path);
       } catch (e) {

@@ -2,13 +2,13 @@
  * The file access of the compose loader, injected so tests and benchmarks can feed strings:
  * the interface, and Deno's file system, whose refusals outside rpc mode's read grant say
  * what to do instead of suggesting `--allow-read`; and {@link protectFs}, the same access
- * refusing the protected host paths of `resolve/protected.ts` by their canonical path.
+ * refusing the protected host paths through the one check of `resolve/protected.ts`.
  *
  * @module
  */
 
 import { IsbError } from "../../errors.ts";
-import { refuseProtected } from "../resolve/protected.ts";
+import { checkHostFile } from "../resolve/protected.ts";
 
 /** File access the loader needs (injected so tests and benchmarks can feed strings). */
 export interface ComposeFs {
@@ -45,16 +45,13 @@ function notPermitted(e: unknown, path: string): unknown {
 /**
  * `fs` refusing files whose canonical path is protected: a compose or env file that is a
  * symlink into `~/.ssh` would otherwise be read past Deno's denial (and an env file's values
- * end up in a sandbox's environment). A protected path named directly fails in `realPath`
- * under the denial and is left to it.
+ * end up in a sandbox's environment). Paths reach it absolute (the loader joins them), so
+ * `~` is not expanded here: the loader has expanded what it means.
  */
 export function protectFs(fs: ComposeFs, roots: readonly string[]): ComposeFs {
   if (roots.length === 0) return fs;
-  const check = async (p: string) => {
-    const canon = await fs.realPath(p).catch(() => undefined);
-    if (canon !== undefined && canon !== p) refuseProtected(`file ${p}, a link to`, canon, roots);
-    if (canon !== undefined) refuseProtected("file", canon, roots);
-  };
+  const check = (p: string) =>
+    checkHostFile("file", p, { home: "/", baseDir: "/", roots, realPath: (q) => fs.realPath(q) });
   return {
     readTextFile: async (p) => (await check(p), await fs.readTextFile(p)),
     isFile: async (p) => (await check(p), await fs.isFile(p)),

@@ -24,8 +24,29 @@ import {
 import { deviceMatches } from "../plan/plan.ts";
 import { addPortSearching } from "../plan/ports.ts";
 import { type ReadyCheck, waitReady } from "../instances/ready.ts";
-import { portDevice } from "../resolve/devices.ts";
-import { type CallOptions, clientFor, lockSandbox, type Runtime } from "./sandbox_ops.ts";
+import { hostPathContext, portDevice } from "../resolve/devices.ts";
+import type { HostFacts } from "../resolve/host.ts";
+import {
+  type CallOptions,
+  clientFor,
+  hostFacts,
+  lockSandbox,
+  type Runtime,
+} from "./sandbox_ops.ts";
+
+/** Host facts of a port without a unix socket (nothing of them is read then). */
+const NO_FACTS: HostFacts = {
+  pools: [],
+  apiExtensions: [],
+  serverDriver: "",
+  home: "",
+  uid: 0,
+  gid: 0,
+  subuid: undefined,
+  subgid: undefined,
+  hostPathMap: undefined,
+  realPath: () => undefined,
+};
 import type { ExecDefaults, PortSpec } from "../spec/spec.ts";
 
 /** `sandbox.start`: no-op when running; else lock, start (retried once), wait for running. */
@@ -90,7 +111,12 @@ export async function addPort(
 ): Promise<{ listen: string }> {
   const incus = clientFor(rt, o.project);
   const first = await mustFindInstance(incus, p.name);
-  const [dev, want] = portDevice(p.port, { name: p.name, vm: first.type === "virtual-machine" });
+  // a unix socket on the host's end is a host path: checked like a spec's (_raw_rules.ts)
+  const unix = `${p.port.listen} ${p.port.connect}`.includes("unix:");
+  const host = unix ? await hostFacts(rt, incus) : { ...NO_FACTS, home: rt.env.HOME ?? "" };
+  const paths = hostPathContext({ baseDir: rt.cwd, host });
+  const vm = first.type === "virtual-machine";
+  const [dev, want] = portDevice(p.port, { name: p.name, vm, paths });
   const lock = await lockSandbox(rt, incus, p.name, o.progress);
   try {
     const have = (await mustFindInstance(incus, p.name)).devices?.[dev];

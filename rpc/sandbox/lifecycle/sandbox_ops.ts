@@ -17,7 +17,7 @@ import { log } from "../../log.ts";
 import type { Image, IncusClient, ServerInfo } from "../../incus/mod.ts";
 import { applyPlan } from "../plan/apply.ts";
 import { afterReady, type EgressContext, egressNic, teardownEgress } from "../egress/egress.ts";
-import { gatherHostFacts } from "../resolve/host_facts.ts";
+import { gatherHostFacts, type HostFacts } from "../resolve/host_facts.ts";
 import {
   findInstance,
   forceDelete,
@@ -86,14 +86,20 @@ export function clientFor(rt: Runtime, project: string | undefined): IncusClient
   return project === undefined ? rt.incus : rt.incus.withProject(project);
 }
 
+/** Host facts (incusd first), with the engine's protected paths. */
+export async function hostFacts(rt: Runtime, incus: IncusClient): Promise<HostFacts> {
+  const host = await gatherHostFacts(incus, { env: rt.env, serverInfo: rt.serverInfo });
+  host.protectedPaths = rt.protectedPaths;
+  return host;
+}
+
 /** Host facts (incusd first), then the spec's semantics. */
 export async function resolveSpec(
   rt: Runtime,
   incus: IncusClient,
   p: SpecParams & { baseDir?: string; secretValues?: Record<string, string> },
 ): Promise<Desired> {
-  const host = await gatherHostFacts(incus, { env: rt.env, serverInfo: rt.serverInfo });
-  host.protectedPaths = rt.protectedPaths;
+  const host = await hostFacts(rt, incus);
   const baseDir = p.baseDir ?? (p.base_dir ? posix.resolve(rt.cwd, p.base_dir) : rt.cwd);
   const desired = resolve(p.spec, {
     host,

@@ -8,13 +8,13 @@
  * @module
  */
 
-import { posix } from "node:path";
-import { invalid } from "../../errors.ts";
+import { invalid, IsbError } from "../../errors.ts";
 import type { NamedVolumeSpec } from "../spec/spec.ts";
 import { type MountSpec, normalTarget } from "../spec/mounts.ts";
 import { normalizeAddr, type PortSpec, splitAddr } from "../spec/ports.ts";
 import type { HostFacts } from "./host.ts";
-import { refuseExposing, refuseProtected } from "./protected.ts";
+import { absoluteHostPath, checkHostPath, protectedHostPaths } from "./protected.ts";
+import { type DeviceCheckContext, hostSocket, refuseRawProps } from "./_raw_rules.ts";
 import { pickPool } from "./host.ts";
 
 /** A desired device: props, and for a searched port how far it may move. */
@@ -77,27 +77,32 @@ export function defaultPortName(bind: string, listen: string): string {
 }
 
 /**
- * A bind source made absolute and canonical: `~`/`~/…` expand to `home`, relative paths
- * join `baseDir`, symlinks resolve through `realPath`; then the host path map applies.
+ * A bind source made absolute and canonical by the one check of `protected.ts` (`~`, `$HOME`,
+ * relative to `baseDir`, symlinks resolved; refused in, through a link to, or holding a
+ * protected path); it must exist. Then the host path map applies.
  */
 export function canonicalBindSource(
   source: string,
-  opts: { baseDir: string; host: HostFacts },
+  opts: { baseDir: string; host: HostFacts; key?: string },
 ): string {
+  const c = hostPathContext(opts);
+  const canon = checkHostPath(opts.key ?? "bind source", source, c);
+  if (opts.host.realPath(canon) === undefined) {
+    throw invalid(`bind source ${absoluteHostPath(source, c)} does not exist`);
+  }
+  return translateHostPath(canon, opts.host);
+}
+
+/** The canonical check's context for a resolution (roots: the host's, else the defaults). */
+export function hostPathContext(opts: { baseDir: string; host: HostFacts }): DeviceCheckContext {
   const { host } = opts;
-  const home = host.home.replace(/\/+$/, "");
-  const expanded = source === "~" || source.startsWith("~/") ? `${home}${source.slice(1)}` : source;
-  const abs = posix.isAbsolute(expanded) ? posix.normalize(expanded) : posix.join(
-    posix.isAbsolute(opts.baseDir) ? opts.baseDir : posix.join("/", opts.baseDir),
-    expanded,
-  );
-  const roots = host.protectedPaths ?? [];
-  refuseProtected("bind source", abs, roots);
-  const canon = host.realPath(abs);
-  if (canon === undefined) throw invalid(`bind source ${abs} does not exist`);
-  refuseProtected("bind source", canon, roots); // a symlink into one
-  refuseExposing("bind source", canon, roots); // ~ or / would expose them to the sandbox
-  return translateHostPath(canon, host);
+  return {
+    home: host.home,
+    baseDir: opts.baseDir,
+    realPath: (p) => host.realPath(p),
+    roots: host.protectedPaths ?? protectedHostPaths({ env: { HOME: host.home } }),
+    translate: (p) => translateHostPath(p, host),
+  };
 }
 
 /** `ISB_HOST_PATH_MAP=FROM=TO` (or `$HOME` → `/etc/workspace/guest-home`) at a path boundary. */
@@ -145,7 +150,7 @@ export function mountDevices(
   const out: MountDevices = { devices: [], volumes: [], owners: [], binds: false };
   const seen = new Set<string>();
   const initialCopy = host.apiExtensions.includes("disk_initial_copy");
-  for (const m of mounts) {
+  for (const [i, m] of mounts.entries()) {
     const guest = m.target;
     if (!guest.startsWith("/")) {
       throw invalid(`${name}: mount path ${JSON.stringify(guest)} must be absolute`);
@@ -164,9 +169,20 @@ export function mountDevices(
       if (m.pool !== undefined || m.external || m.volume?.nocopy) {
         throw invalid(`${name}: ${guest}: pool, external and nocopy are only for named volumes`);
       }
-      props.source = canonicalBindSource(m.source, opts);
+      props.source = canonicalBindSource(m.source, {
+        ...opts,
+        key: `${name}: volumes[${i}].source`,
+      });
       out.binds = true;
     } else {
+      if (m.source.includes("/")) {
+        throw new IsbError(
+          "invalid",
+          `${name}: volumes[${i}].source: ${JSON.stringify(m.source)} is not a volume name ` +
+            "(a host path starts with /, ., ~ or $HOME)",
+          { data: { key: `volumes[${i}].source`, path: m.source } },
+        );
+      }
       const def = opts.volumeDefs[m.source];
       const vname = def?.name || m.source;
       const requested = m.pool ?? def?.pool;
@@ -199,6 +215,7 @@ export function mountDevices(
         );
       }
     }
+    refuseRawProps(`${name}: ${guest}: options`, m.options ?? {});
     Object.assign(props, m.options ?? {});
     out.devices.push([dname, { props }]);
   }
@@ -212,7 +229,7 @@ export function mountDevices(
  */
 export function portDevice(
   p: PortSpec,
-  opts: { name: string; vm: boolean },
+  opts: { name: string; vm: boolean; paths: DeviceCheckContext },
 ): [string, DesiredDevice] {
   const { name, vm } = opts;
   if (vm && p.bind === "guest") {
@@ -241,7 +258,13 @@ export function portDevice(
     }
   }
   const props: Record<string, string> = { type: "proxy", bind: p.bind, listen, connect };
+  const side = p.bind === "guest" ? "connect" : "listen"; // the host's end
+  if (props[side]!.startsWith("unix:")) {
+    const key = `${name}: port ${side}`;
+    props[side] = `unix:${hostSocket(key, props[side]!.slice(5), opts.paths)}`;
+  }
   if (vm) props.nat = "true";
+  refuseRawProps(`${name}: port options`, p.options);
   for (const [k, v] of Object.entries(p.options)) {
     if (["type", "bind", "listen", "connect"].includes(k)) {
       throw invalid(

@@ -9,7 +9,8 @@
  * - `host.ts`: the {@link HostFacts} shape and the idmap/home rules over it
  * - `image.ts`: image references → an Incus image source
  * - `host_facts.ts`: gathering the facts (storage pools, server info, subuid, real paths)
- * - `protected.ts`: host paths never read nor mounted (the isx secrets)
+ * - `protected.ts`: the one canonical check of host paths, and the paths never read nor mounted
+ * - `_raw_rules.ts`: what `raw_config` and `raw_devices` may say (host paths in devices, raw keys)
  *
  * @module
  */
@@ -26,3 +27,10 @@ export {
   type ResolveOptions,
 } from "./resolve.ts";
 export { cachedServerInfo, poolFacts } from "./host_facts.ts";
+export {
+  absoluteHostPath,
+  canonicalHostPath,
+  checkHostPath,
+  type HostPathContext,
+  protectedHostPaths,
+} from "./protected.ts";

@@ -14,12 +14,13 @@
  * @module
  */
 
-import { invalid } from "../../errors.ts";
+import { invalid, IsbError } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
 import { type EgressPlan, egressPlan } from "../egress/names.ts";
 import type { NamedVolumeSpec, SandboxSpec } from "../spec/spec.ts";
 import type { ExecDefaults } from "../spec/parts.ts";
-import { type DesiredDevice, mountDevices, portDevice } from "./devices.ts";
+import { type DesiredDevice, hostPathContext, mountDevices, portDevice } from "./devices.ts";
+import { checkDeviceProps, checkIdmapValue, checkRawConfig } from "./_raw_rules.ts";
 import { containerIdmap, type HostFacts, pickPool, vmIdmap } from "./host.ts";
 import { isOci, parseImage } from "./image.ts";
 import { memoryLimit, ociCommandLine } from "./config.ts";
@@ -82,6 +83,31 @@ export function resolve(spec: SandboxSpec, opts: ResolveOptions): Desired {
   if (vm && spec.privileged !== undefined) throw invalid(`${name}: privileged is container-only`);
   if (vm && (spec.ports ?? []).some((p) => p.bind === "guest")) {
     throw invalid(`${name}: incus VMs only support bind: host proxies (in NAT mode)`);
+  }
+
+  // host paths in the free-form parts: checked before anything else is built (_raw_rules.ts)
+  const paths = hostPathContext({ baseDir: opts.baseDir, host });
+  checkRawConfig(spec.raw_config ?? {}, `${name}: raw_config`);
+  const idmapSpec = spec.idmap;
+  if (typeof idmapSpec === "object" && "raw" in idmapSpec) {
+    checkIdmapValue(`${name}: idmap.raw`, idmapSpec.raw);
+  }
+  const rawDevices: [string, Record<string, string>][] = [];
+  for (const [d, props] of Object.entries(spec.raw_devices ?? {})) {
+    if (d === "root") {
+      if ("source" in props) {
+        throw new IsbError(
+          "invalid",
+          `${name}: raw_devices.root.source: the root disk takes no source (it is the pool's)`,
+          { data: { key: "raw_devices.root.source", path: props.source! } },
+        );
+      }
+      const merged = { type: "disk", path: "/", pool, ...props };
+      rawDevices.push([d, checkDeviceProps(`${name}: raw_devices.root`, merged, paths)]);
+      continue;
+    }
+    if (!("type" in props)) throw invalid(`${name}: raw device ${JSON.stringify(d)} needs a type`);
+    rawDevices.push([d, checkDeviceProps(`${name}: raw_devices.${d}`, props, paths)]);
   }
 
   const config: Record<string, string> = {};
@@ -154,20 +180,16 @@ export function resolve(spec: SandboxSpec, opts: ResolveOptions): Desired {
   };
   add("root", { props: { type: "disk", path: "/", pool } });
   for (const [d, dev] of mounts.devices) add(d, dev);
-  for (const p of spec.ports ?? []) add(...portDevice(p, { name, vm }));
+  for (const p of spec.ports ?? []) add(...portDevice(p, { name, vm, paths }));
   let egress: EgressPlan | undefined;
   if (spec.egress !== undefined) {
     egress = withName(name, () => egressPlan(spec.egress!, project, name));
     add("eth0", { props: egress.nic });
     Object.assign(config, egress.config);
   }
-  for (const [d, props] of Object.entries(spec.raw_devices ?? {})) {
-    if (d === "root") {
-      Object.assign(devices.root!.props, props);
-      continue;
-    }
-    if (!("type" in props)) throw invalid(`${name}: raw device ${JSON.stringify(d)} needs a type`);
-    add(d, { props: { ...props } });
+  for (const [d, props] of rawDevices) {
+    if (d === "root") Object.assign(devices.root!.props, props);
+    else add(d, { props });
   }
 
   const readyTimeoutMs = spec.ready_timeout !== undefined

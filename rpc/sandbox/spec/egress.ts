@@ -164,8 +164,13 @@ export function normalizeHost(raw: string): string {
   return h;
 }
 
+/**
+ * True for anything libc or a URL parser would read as an address: a last label that is a
+ * number (decimal, octal or `0x` hex: `127.1`, `2130706433`, `0x7f.1` are 127.0.0.1 to
+ * `inet_aton`), or an IPv6 form.
+ */
 function isIp(h: string): boolean {
-  if (/^[0-9]+(\.[0-9]+){3}$/.test(h)) return h.split(".").every((o) => Number(o) <= 255);
+  if (/^(?:0x[0-9a-f]*|[0-9]+)$/.test(h.slice(h.lastIndexOf(".") + 1))) return true;
   return h.includes(":") && /^[0-9a-f:.]+$/.test(h);
 }
 

@@ -34,9 +34,10 @@ export interface MountSpec {
   options?: Record<string, string>;
 }
 
-/** Whether a mount source names a host path rather than a named volume. */
+/** Whether a mount source names a host path (`/`, `.`, `~`, `$HOME`) rather than a named volume. */
 export function isHostPath(source: string): boolean {
-  return source.startsWith("/") || source.startsWith(".") || source.startsWith("~");
+  return source.startsWith("/") || source.startsWith(".") || source.startsWith("~") ||
+    /^\$(HOME|\{HOME\})(\/|$)/.test(source);
 }
 
 /** The long form as written. */

@@ -86,6 +86,11 @@ const REJECTS = [
   { name: "an unknown restart is listed", in: { restart: "sometimes" }, has: ["unknown restart"] },
   { name: "an empty command is refused", in: { command: "  " }, has: ["command is empty"] },
   { name: "an egress IP is refused", in: { egress: ["10.0.0.1"] }, has: ["IP address"] },
+  ...["127.1", "2130706433", "0x7f.1", "012.0.0.1", "10.0.0.1.", "a.0x10"].map((ip) => ({
+    name: `an egress IP in another form (${ip}) is refused`,
+    in: { egress: [ip] },
+    has: ["IP address"],
+  })),
   {
     name: "an egress keyword other than none is refused",
     in: { egress: "all" },

@@ -1,0 +1,44 @@
+import { deepStrictEqual, equal } from "node:assert/strict";
+import { ConnReader } from "./conn_reader.ts";
+
+const enc = new TextEncoder();
+
+/** A connection that gives `chunks` one per read, then stalls (or ends with `end`). */
+function fakeConn(chunks: Uint8Array[], end = false): Deno.Conn {
+  let stall: (() => void) | undefined;
+  return {
+    read(p: Uint8Array): Promise<number | null> {
+      const c = chunks.shift();
+      if (!c) {
+        if (end) return Promise.resolve(null);
+        return new Promise((resolve) => (stall = () => resolve(null)));
+      }
+      p.set(c.subarray(0, p.length));
+      if (c.length > p.length) chunks.unshift(c.subarray(p.length));
+      return Promise.resolve(Math.min(c.length, p.length));
+    },
+    close() {
+      stall?.();
+    },
+  } as unknown as Deno.Conn;
+}
+
+Deno.test("ConnReader holds only its first buffer for a head that stalls (slowloris)", async () => {
+  const conn = fakeConn([enc.encode("GET / HTTP/1.1\r\nx: ")]);
+  const r = new ConnReader(conn);
+  const head = r.head();
+  await new Promise((res) => setTimeout(res, 0));
+  equal(r.capacity, 4096, "a few bytes of head hold 4 KiB, not 64");
+  conn.close();
+  deepStrictEqual(await head, { end: true });
+});
+
+Deno.test("ConnReader grows to its cap for a large head, and says tooLarge past it", async () => {
+  const big = `GET / HTTP/1.1\r\nx: ${"a".repeat(20_000)}\r\n\r\n`;
+  const r = new ConnReader(fakeConn([enc.encode(big)], true));
+  deepStrictEqual(await r.head(), { text: big });
+  equal(r.capacity, 64 * 1024);
+  const over = new ConnReader(fakeConn([enc.encode(`GET / HTTP/1.1\r\nx: ${"a".repeat(70_000)}`)]));
+  deepStrictEqual(await over.head(), { tooLarge: true });
+  equal(over.capacity, 64 * 1024, "never more than the cap");
+});
