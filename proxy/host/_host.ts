@@ -155,6 +155,7 @@ export async function startHostProxy(
     }
     // A change of the files applies within RELOAD_POLL_MS: a new policy generation for new
     // requests (those in flight keep their head), DNS names re-applied when they changed.
+    let proxyOnlyServing = (): string | undefined => undefined;
     const reload = await watchCredentials({
       credentialsPath: credsPath,
       configPath,
@@ -163,12 +164,21 @@ export async function startHostProxy(
       policyConfig,
       onDnsChange: async () => {
         if (!config.dns) return;
-        await applyDns(incus, config.bridge, { names: policy.dnsNames(), gateway }).catch((e) =>
-          log.warn("proxy: could not update the bridge DNS", {
-            bridge: config.bridge,
-            error: (e as Error).message,
-          })
-        );
+        const names = policy.dnsNames();
+        // the proxy-only bridge too while it is served (its follower starts later)
+        const served = proxyOnlyServing();
+        const bridges: [string, string][] = [
+          [config.bridge, gateway],
+          ...(served ? [[config.proxy_only_bridge, served] as [string, string]] : []),
+        ];
+        for (const [bridge, at] of bridges) {
+          await applyDns(incus, bridge, { names, gateway: at }).catch((e) =>
+            log.warn("proxy: could not update the bridge DNS", {
+              bridge,
+              error: (e as Error).message,
+            })
+          );
+        }
       },
     });
     cleanup.unshift(() => reload.close());
@@ -261,6 +271,7 @@ export async function startHostProxy(
     cleanup.unshift(() => listeners.close());
     egress.watch((entries) => void listeners.sync(entries));
     const proxyOnly = followProxyOnly(incus, handle, config, () => policy.dnsNames());
+    proxyOnlyServing = () => proxyOnly.serving;
     cleanup.unshift(() => proxyOnly.close());
     await proxyOnly.start();
     log.info("proxy: listening", {
