@@ -39,6 +39,24 @@ export {
   uniq,
 } from "./perm_modes.ts";
 
+/**
+ * The programs a credential's `command:` may run in the proxy (by name, found on PATH):
+ * GitHub's CLI, 1Password, Bitwarden (and rbw), pass, gopass, Vault, AWS, Azure and the
+ * freedesktop secret store. A name not installed is simply not found.
+ */
+export const CREDENTIAL_PROGRAMS: readonly string[] = [
+  "gh",
+  "op",
+  "bw",
+  "rbw",
+  "pass",
+  "gopass",
+  "vault",
+  "aws",
+  "az",
+  "secret-tool",
+];
+
 /** The table: for each mode, its grants as a function of the context. */
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // isb rpc: the Incus socket, files under its cwd (compose files, bind sources), locks and
@@ -77,9 +95,10 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
-    // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
-    // table (proxy/callers/guard.ts), written with `nft -f -`
-    run: ["gcloud", "nft"],
+    // gcloud: Vertex access tokens (credentials.yaml token_command); the password managers'
+    // and token CLIs a credential's `command:` may name (docs/proxy.md); nft: the bridge
+    // guard's table (proxy/callers/guard.ts), written with `nft -f -`
+    run: ["gcloud", ...CREDENTIAL_PROGRAMS, "nft"],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity|dump|install|uninstall and isx dashboard

@@ -32,7 +32,9 @@ const HELP = `Usage: isx proxy [run|start|stop|restart|status|install|uninstall|
 The host proxy: guests hold placeholders, the proxy injects the real credentials from
 ~/.config/isx/credentials.yaml (mode 0600) and counts every instance's model calls and
 traffic. A credentials file with no credentials yet (what isx init writes) is fine: the
-proxy runs and names the namespaces that have none. See docs/proxy.md.
+proxy runs and names the namespaces that have none. A change of credentials.yaml applies
+within 2 s without a restart; any value may be { command: [gh, auth, token], ttl: 55m }.
+See docs/proxy.md.
 
   run (default)  serve in the foreground until SIGINT/SIGTERM
   start          start in the background; waits until /health answers and what
@@ -40,7 +42,8 @@ proxy runs and names the namespaces that have none. See docs/proxy.md.
   stop           stop the background proxy
   restart        stop, then start
   status         the proxy's state, its build against this isx's ("drift"), missing
-                 credentials and config changed since start; exit status:
+                 credentials, a credentials file it could not apply, each credential
+                 command's state, and config changed since start; exit status:
                    0 running          answers, DNS points at it, on the bridge's gateway
                    1 not_running      nothing answers: isx proxy start
                    2 waiting_for_dns  answers, but the bridge DNS does not point at it yet

@@ -11,12 +11,14 @@
 
 import {
   type CustomRule,
+  DEFAULT_COMMAND_TTL_MS,
   holdRunLock,
   newToken,
   removeRunFiles,
   Secret,
   startHostProxy,
   taskReportToken,
+  type Value,
   writeRunFiles,
 } from "../proxy/mod.ts";
 import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
@@ -70,7 +72,11 @@ export async function toolRules(ctx: CliContext): Promise<CustomRule[]> {
   const skip = (dir: string, e: Error) =>
     log.warn("proxy: tools' proxy rules left out", { dir, error: e.message });
   return loadToolProxyRules({ configDir, searchPaths }, skip).map((r): CustomRule => {
-    const value = new Secret(r.value);
+    const value: Value = typeof r.value === "string" ? new Secret(r.value) : {
+      kind: "command",
+      argv: r.value.command,
+      ttlMs: r.value.ttlMs ?? DEFAULT_COMMAND_TTL_MS,
+    };
     if (r.kind === "header") return { domain: r.domain, kind: "header", header: r.header, value };
     if (r.kind === "basic") return { domain: r.domain, kind: "basic", user: r.user, value };
     return { domain: r.domain, kind: "bearer", value };

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { CliContext } from "./command.ts";
 import { mayHaveTools, toolRules } from "./proxy_run.ts";
+import type { Secret } from "../proxy/mod.ts";
 
 async function withDirs(fn: (cfg: string, search: string) => Promise<void>) {
   const dir = await Deno.makeTempDir({ prefix: "isx-proxy-run-" });
@@ -46,7 +47,7 @@ Deno.test("toolRules reads the user's and the search paths' tools, values wrappe
       ["api.svc.dev", "bearer"],
       ["x.other.dev", "bearer"],
     ]);
-    assert.equal(rules[0]!.value.reveal(), "TOKEN-1");
+    assert.equal((rules[0]!.value as Secret).reveal(), "TOKEN-1");
     assert.ok(!JSON.stringify(rules).includes("TOKEN-1"));
   });
 });

@@ -19,6 +19,7 @@ import {
   classifyProxy,
   type Drift,
   PROXY_STATE_EXIT,
+  type ProxyCredentials,
   type ProxyHealth,
   type ProxyState,
   readProxyHealth,
@@ -115,13 +116,39 @@ export async function status(ctx: CliContext, url: string, json: boolean): Promi
   if (h?.missingCredentials?.length) {
     out(
       `no credential yet for: ${h.missingCredentials.join(", ")} ` +
-        "(add them to ~/.config/isx/credentials.yaml, then isx proxy restart)",
+        (h.credentials
+          ? "(add them to ~/.config/isx/credentials.yaml: applied within 2 s)"
+          : "(add them to ~/.config/isx/credentials.yaml, then isx proxy restart)"),
     );
   }
+  for (const line of credentialLines(h?.credentials, Date.now())) out(line);
   if (h?.configDriftedFiles?.length) {
     out(`changed since start: ${h.configDriftedFiles.join(", ")}: isx proxy restart`);
   }
   if (h?.authError) out(`credentials: ${h.authError}`);
   if (r.drift && r.drift.kind !== "none") out(`drift: ${r.drift.detail}`);
   return PROXY_STATE_EXIT[r.state];
+}
+
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
+}
+
+/** The live reload's and each command source's state, one line each (never a value). */
+export function credentialLines(c: ProxyCredentials | undefined, now: number): string[] {
+  if (!c) return [];
+  const out: string[] = [];
+  if (c.error) {
+    const since = c.errorSince ? ` (since ${ago(now - c.errorSince)} ago)` : "";
+    out.push(`credentials not reloaded${since}, the previous ones stay in force: ${c.error}`);
+  }
+  for (const s of c.sources ?? []) {
+    const parts = [`credential command ${s.program}: ${s.state}`];
+    if (s.failingSince) parts.push(`failing since ${ago(now - s.failingSince)} ago`);
+    if (s.expiresAt) parts.push(`expires in ${ago(s.expiresAt - now)}`);
+    if (s.runs !== undefined) parts.push(`${s.runs} run${s.runs === 1 ? "" : "s"}`);
+    out.push(parts.join(", ") + (s.error ? `: ${s.error}` : ""));
+  }
+  return out;
 }

@@ -18,3 +18,4 @@ export * from "./clock.ts";
 export * from "./link_race.ts";
 export * from "./sha256.ts";
 export { parseYaml } from "./yaml.ts";
+export { checkHostPath, type HostPathContext, protectedHostPaths } from "./host_paths.ts";

@@ -192,6 +192,7 @@ const PURE = [
   "rpc/_yaml_flow.ts",
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
+  "rpc/host_paths.ts",
   "rpc/sandbox/plan/plan.ts",
   "rpc/sandbox/compose/_interpolate.ts",
   "rpc/sandbox/compose/_merge.ts",

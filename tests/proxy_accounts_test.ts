@@ -92,10 +92,10 @@ async function setup(instances: Caller[], tokenCommand?: string[]): Promise<Env>
   await Deno.writeTextFile(`${dir}/config/tools/tooltest.yaml`, TOOL);
   const rules: CustomRule[] = loadToolProxyRules({ configDir: `${dir}/config` }).map((r) =>
     r.kind === "header"
-      ? { domain: r.domain, kind: "header", header: r.header, value: new Secret(r.value) }
+      ? { domain: r.domain, kind: "header", header: r.header, value: new Secret(r.value as string) }
       : r.kind === "basic"
-      ? { domain: r.domain, kind: "basic", user: r.user, value: new Secret(r.value) }
-      : { domain: r.domain, kind: "bearer", value: new Secret(r.value) }
+      ? { domain: r.domain, kind: "basic", user: r.user, value: new Secret(r.value as string) }
+      : { domain: r.domain, kind: "bearer", value: new Secret(r.value as string) }
   );
   const ca = await loadCa(`${dir}/ca`);
   const up = startFakeUpstream();
@@ -341,11 +341,19 @@ Deno.test("proxy runs the token command again after Vertex answers 401", async (
     const first = await env.request(v, "api.anthropic.com", "/v1/messages", {
       body: { ...MESSAGE, model: "claude-unauthorized" },
     });
+    // refused with RUN-1, sent once more with RUN-2 (refused too: the guest gets that answer)
     equal(first.status, 401);
-    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-1");
+    equal(env.up.requests.at(-2)!.headers["authorization"], "Bearer ya29.RUN-1");
+    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2");
     const second = await env.request(v, "api.anthropic.com", "/v1/messages", { body: MESSAGE });
     equal(second.status, 200, second.body);
     equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2");
+    const again = await env.request(v, "api.anthropic.com", "/v1/messages", {
+      body: { ...MESSAGE, model: "claude-unauthorized" },
+    });
+    equal(again.status, 401);
+    equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2");
+    equal(Deno.readTextFileSync(counter), "2", "a second 401 within the ttl runs nothing");
     const third = await env.request(v, "api.anthropic.com", "/v1/messages", { body: MESSAGE });
     equal(third.status, 200);
     equal(env.up.requests.at(-1)!.headers["authorization"], "Bearer ya29.RUN-2", "cached again");

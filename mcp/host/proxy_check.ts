@@ -43,6 +43,28 @@ export interface ProxyHealth {
   converging?: { need: string; error: string; attempts?: number }[] | undefined;
   /** Its listen addresses. */
   listen?: { tls?: string | undefined; forward?: string | undefined } | undefined;
+  /** Present on a proxy that reloads its credentials live (no restart for a new key). */
+  credentials?: ProxyCredentials | undefined;
+}
+
+/** `/health`'s `credentials`: the live reload and each command source, never a value. */
+export interface ProxyCredentials {
+  /** Reloads applied since start. */
+  reloads?: number | undefined;
+  /** Why the files as they are now were not applied (the previous credentials stay). */
+  error?: string | null | undefined;
+  /** Since when (epoch ms). */
+  errorSince?: number | null | undefined;
+  /** Each command-sourced credential. */
+  sources?: {
+    program: string;
+    state: string;
+    ttlMs?: number;
+    runs?: number;
+    expiresAt?: number | null;
+    failingSince?: number | null;
+    error?: string | null;
+  }[] | undefined;
 }
 
 type Check = (v: unknown) => boolean;
@@ -67,6 +89,10 @@ const FIELDS: Record<string, [Check, "nullable"?]> = {
   programDir: [str, "nullable"],
   converging: [(v) => Array.isArray(v) && v.every((x) => obj(x) && str(x.need) && str(x.error))],
   listen: [(v) => obj(v) && [v.tls, v.forward].every((x) => x === undefined || str(x))],
+  credentials: [(v) =>
+    obj(v) && (v.error === undefined || v.error === null || str(v.error)) &&
+    (v.sources === undefined ||
+      (Array.isArray(v.sources) && v.sources.every((x) => obj(x) && str(x.program))))],
 };
 
 /**

@@ -113,8 +113,13 @@ export function judgePreflight(read: HealthRead, opts: PreflightOptions): Prefli
   }
   const h = read.health;
   const warnings: string[] = [];
-  if (h.configDrifted) {
-    const files = (h.configDriftedFiles ?? []).join(", ") || "its config";
+  // A proxy that reloads credentials live applies a credentials change itself: only what
+  // needs a restart (its other config, the CA) is drift; an older proxy's credentials are.
+  const restartFiles = (h.configDriftedFiles ?? []).filter((f) =>
+    !(h.credentials && f.endsWith("/credentials.yaml"))
+  );
+  if (h.configDrifted && (restartFiles.length || !h.credentials)) {
+    const files = restartFiles.join(", ") || "its config";
     refuse(
       "proxy_config_drift",
       action,
@@ -135,7 +140,13 @@ export function judgePreflight(read: HealthRead, opts: PreflightOptions): Prefli
       action,
       `its tool ${n.tool} needs a credential the proxy does not have`,
       `add an account under "${n.namespace}:" in ~/.config/isx/credentials.yaml ` +
-        `(the commented "# ${n.namespace}:" lines show the shape), then isx proxy restart`,
+        `(the commented "# ${n.namespace}:" lines show the shape)` +
+        (h.credentials ? "; the proxy applies it within 2 s" : ", then isx proxy restart"),
+    );
+  }
+  if (h.credentials?.error) {
+    warnings.push(
+      `the proxy keeps its previous credentials: ${h.credentials.error} (see isx proxy status)`,
     );
   }
   return { health: h, warnings };

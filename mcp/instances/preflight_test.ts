@@ -74,3 +74,23 @@ Deno.test("credentialNeeds maps the agents of tpl-agents to their namespaces", (
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test("judgePreflight lets a live-reloading proxy's credentials change pass, still refusing version drift", () => {
+  const live = { ...H, credentials: { reloads: 1, error: null, sources: [] } };
+  const changed = { ...live, configDrifted: true, configDriftedFiles: ["/c/credentials.yaml"] };
+  assertEquals(judgePreflight({ kind: "ok", health: changed }, OPTS).warnings, []);
+  const broken = { ...live, credentials: { ...live.credentials, error: "mode 0644" } };
+  const w = judgePreflight({ kind: "ok", health: broken }, OPTS).warnings;
+  equal(w.length, 1);
+  equal(w[0]!.includes("previous credentials"), true, w[0]);
+  refusedWith(
+    { kind: "ok", health: { ...changed, configDriftedFiles: ["/c/config.yaml"] } },
+    "proxy_config_drift",
+    "isx proxy restart",
+  );
+  refusedWith(
+    { kind: "ok", health: { ...live, gitSha: "b".repeat(40) } },
+    "proxy_version_drift",
+    "isx proxy restart",
+  );
+});

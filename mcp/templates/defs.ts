@@ -98,11 +98,14 @@ export interface TemplateDef {
     | undefined;
 }
 
-/** A credential rule a tool declares for the proxy; values may hold `${configKey}`. */
+/** A rule's value: text (may hold `${configKey}`), or a command printing it (user tools only). */
+export type ToolRuleValueDef = string | { command: string[]; ttl?: string | number | undefined };
+
+/** A credential rule a tool declares for the proxy. */
 export type ToolProxyRuleDef =
-  | { domain: string; bearer: string }
-  | { domain: string; header: string; value: string }
-  | { domain: string; basic: { user: string; password: string } };
+  | { domain: string; bearer: ToolRuleValueDef }
+  | { domain: string; header: string; value: ToolRuleValueDef }
+  | { domain: string; basic: { user: string; password: ToolRuleValueDef } };
 
 /** A package fetched from npm on the host and delivered into the guest. */
 export interface NpmDef {

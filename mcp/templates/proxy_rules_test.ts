@@ -132,3 +132,27 @@ Deno.test("loadToolProxyRules skips a bad layer whole when asked, keeping the ot
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("loadToolProxyRules takes a command value from the user's own tools only", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const tool = (name: string) =>
+      `proxy:\n  - { domain: ${name}.svc.dev, bearer: { command: [gh, auth, token], ttl: 55m } }\n`;
+    for (const d of ["user", "search"]) await Deno.mkdir(`${dir}/${d}/tools`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/user/tools/mine.yaml`, tool("mine"));
+    assert.deepEqual(loadToolProxyRules({ configDir: `${dir}/user` }).map((r) => r.value), [
+      { command: ["gh", "auth", "token"], ttlMs: 55 * 60_000 },
+    ]);
+    await Deno.writeTextFile(`${dir}/search/tools/theirs.yaml`, tool("theirs"));
+    const skipped: string[] = [];
+    const rules = loadToolProxyRules(
+      { configDir: `${dir}/user`, searchPaths: [`${dir}/search`] },
+      (_, e) => skipped.push(e.message),
+    );
+    assert.deepEqual(rules.map((r) => r.domain), ["mine.svc.dev"]);
+    assert.equal(skipped.length, 1);
+    assert.ok(skipped[0]!.includes("a command is allowed only in ~/.config/isx/tools"), skipped[0]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

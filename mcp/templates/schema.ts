@@ -24,6 +24,7 @@ export type {
   ToolParamDef,
   ToolProxyRuleDef,
   ToolRef,
+  ToolRuleValueDef,
 } from "./defs.ts";
 
 /** Template, tool and instance names: what an Incus instance name allows, kept short. */

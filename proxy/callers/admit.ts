@@ -8,9 +8,12 @@
  * `X-Isx-Instance-Secret`, if presented, belongs to that same instance (else 403), the
  * policy's route (a pin or template account naming a missing account, or a pin of another
  * Claude auth mode → 502, fail closed), a Vertex token when the route needs one (none → 502,
- * fail closed). Then the counters start
+ * fail closed), the values of command-sourced credentials (proxy/config/command_source.ts:
+ * cached, single flight; none → 502, fail closed). Then the counters start
  * and the upstream head is built: hop-by-hop and isx headers dropped, credentials
- * injected, `Accept-Encoding: identity` (so bodies can be read and scrubbed).
+ * injected, `Accept-Encoding: identity` (so bodies can be read and scrubbed). A relay that
+ * gets a 401 for such a request asks {@link Admission}'s `refresh` for a head with a newer
+ * value (the command runs at most once more per ttl) and may send the request once more.
  *
  * @module
  */
@@ -25,13 +28,15 @@ import {
   forwardableHeaders,
   type HeaderOp,
   INSTANCE_SECRET_HEADER,
+  utf8Base64,
 } from "../relay/rewrite.ts";
 import type { Handoff } from "./handoff.ts";
-import { constantTimeEqual, type Secret } from "../config/secret.ts";
+import { constantTimeEqual, Secret } from "../config/secret.ts";
 import { type UpstreamOrigin, upstreamOrigin, upstreamUrl } from "../relay/upstream.ts";
-import type { VertexConfig } from "../config/credentials.ts";
+import type { Value, VertexConfig } from "../config/credentials.ts";
 import { vertexHost } from "../config/vertex.ts";
-import type { VertexTokens } from "../config/vertex_token.ts";
+import { vertexRef } from "../config/vertex_token.ts";
+import { type CommandRef, type CommandSources, isCommand } from "../config/command_source.ts";
 import type { ProxyLimits } from "./limits.ts";
 
 /** Per-caller additions from isb egress secrets. */
@@ -62,8 +67,8 @@ export interface InterceptDeps {
   httpClient?: Deno.HttpClient;
   /** The client for real upstreams on egress bridges: its connections are guarded tunnels. */
   guardedClient?: Deno.HttpClient;
-  /** Vertex access tokens (needed once an account of kind `vertex` exists). */
-  vertexTokens?: VertexTokens;
+  /** Command-sourced values and Vertex tokens (needed once the file names a command). */
+  sources?: CommandSources;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
   limits?: ProxyLimits;
 }
@@ -128,7 +133,43 @@ export type Admission =
     websocket: boolean;
     /** Set when the body must be translated for Vertex (`/v1/messages` → `:rawPredict`). */
     vertex?: { config: VertexConfig; host: string };
+    /**
+     * Set when a command-sourced value went into the head: after an upstream 401, the head
+     * with a newer value (its value added to `secrets`), or undefined when there is none.
+     */
+    refresh?: () => Promise<Headers | undefined>;
   };
+
+/** A command-sourced value that went into a head. */
+interface Used {
+  ref: CommandRef;
+  value: Secret;
+}
+
+/** The ops with every command value replaced by its current value (`fresh` ones first). */
+async function resolveOps(
+  ops: readonly HeaderOp<Value>[],
+  sources: CommandSources,
+  fresh: ReadonlyMap<CommandRef, Secret> = new Map(),
+): Promise<{ ops: HeaderOp[]; used: Used[]; secrets: Secret[] }> {
+  const used: Used[] = [];
+  const secrets: Secret[] = [];
+  const out: HeaderOp[] = [];
+  for (const op of ops) {
+    if (op.op === "delete" || !isCommand(op.value)) {
+      out.push(op as HeaderOp);
+      continue;
+    }
+    const ref = op.value;
+    const value = fresh.get(ref) ?? await sources.value(ref);
+    used.push({ ref, value });
+    if (op.op === "basic" && !op.keepGuestUser) {
+      secrets.push(new Secret(utf8Base64(`${op.user}:${value.reveal()}`)));
+    }
+    out.push({ ...op, value });
+  }
+  return { ops: out, used, secrets };
+}
 
 /**
  * The decision for one request of `caller` (undefined: nobody's): the checks, the route,
@@ -180,29 +221,62 @@ export async function admit(
     });
     return answer(route.status, route.message);
   }
-  const ops = [...route.ops];
+  const wanted: HeaderOp<Value>[] = [...route.ops];
   if (route.vertex) {
-    // Fail closed: without a token the call would reach Vertex unauthenticated.
-    if (!deps.vertexTokens) {
-      traffic.end();
-      return answer(502, "a Vertex account is configured but this proxy cannot get tokens");
-    }
-    try {
-      const token = await deps.vertexTokens.get(route.vertex.config);
-      ops.push({ op: "set", name: "authorization", value: token, prefix: "Bearer " });
-    } catch (e) {
-      traffic.end();
-      log.warn("proxy: no Vertex token", { instance: caller.name, error: (e as Error).message });
-      return answer(502, (e as Error).message);
-    }
+    wanted.push({
+      op: "set",
+      name: "authorization",
+      value: vertexRef(route.vertex.config),
+      prefix: "Bearer ",
+    });
+  }
+  const needsSources = wanted.some((o) => o.op !== "delete" && isCommand(o.value));
+  // Fail closed: without its value the call would go upstream unauthenticated.
+  if (needsSources && !deps.sources) {
+    traffic.end();
+    return answer(502, "a credential comes from a command but this proxy cannot run it");
+  }
+  let resolved: Awaited<ReturnType<typeof resolveOps>>;
+  try {
+    resolved = deps.sources
+      ? await resolveOps(wanted, deps.sources)
+      : { ops: wanted as HeaderOp[], used: [], secrets: [] };
+  } catch (e) {
+    traffic.end();
+    log.warn("proxy: no credential value", { instance: caller.name, error: (e as Error).message });
+    return answer(502, (e as Error).message);
   }
   const secrets = [
     ...deps.policy.secrets(),
     ...(deps.egress?.secrets() ?? []),
-    ...(deps.vertexTokens?.secrets() ?? []),
+    ...(deps.sources?.secrets() ?? []),
+    ...resolved.secrets,
   ];
-  const headers = forwardableHeaders(req.headers);
-  applyHeaderOps(headers, [...ops, ...(deps.egress?.ops(caller, host) ?? [])]);
+  const egressOps = deps.egress?.ops(caller, host) ?? [];
+  const build = (ops: HeaderOp[]) => {
+    const headers = forwardableHeaders(req.headers);
+    applyHeaderOps(headers, [...ops, ...egressOps]);
+    if (!websocket) headers.set("accept-encoding", "identity");
+    return headers;
+  };
+  const headers = build(resolved.ops);
+  let refresh: (() => Promise<Headers | undefined>) | undefined;
+  if (resolved.used.length && deps.sources) {
+    const sources = deps.sources;
+    const used = resolved.used;
+    refresh = async () => {
+      const fresh = new Map<CommandRef, Secret>();
+      for (const u of used) {
+        const next = await sources.refresh(u.ref, u.value);
+        if (next) fresh.set(u.ref, next);
+      }
+      if (!fresh.size) return undefined;
+      const again = await resolveOps(wanted, sources, fresh).catch(() => undefined);
+      if (!again) return undefined;
+      secrets.push(...sources.secrets(), ...again.secrets);
+      return build(again.ops);
+    };
+  }
   const port = m[1] ? Number(m[1]) : undefined;
   const translate = route.vertex?.mode === "translate"
     ? { config: route.vertex.config, host: vertexHost(route.vertex.config.region) }
@@ -210,7 +284,6 @@ export async function admit(
   const where = translate ? { host: translate.host } : { host, ...(port ? { port } : {}) };
   const origin = upstreamOrigin(where, deps.overrides);
   const target = upstreamUrl({ ...where, pathAndQuery: req.pathAndQuery }, deps.overrides);
-  if (!websocket) headers.set("accept-encoding", "identity");
   const model = route.model && !websocket ? deps.counter.modelCall(caller) : undefined;
   return {
     kind: "relay",
@@ -223,5 +296,6 @@ export async function admit(
     secrets,
     websocket,
     ...(translate ? { vertex: translate } : {}),
+    ...(refresh ? { refresh } : {}),
   };
 }

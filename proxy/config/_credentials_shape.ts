@@ -7,6 +7,7 @@
  * @module
  */
 
+import { parseDuration } from "../../rpc/base.ts";
 import {
   bad,
   integer,
@@ -18,10 +19,18 @@ import {
   string,
 } from "./shape.ts";
 
+/** A command printing a value, as written (`ttl` parsed to ms). */
+export interface CommandRaw {
+  command: string[];
+  ttl_ms?: number | undefined;
+}
+/** A credential value as written: the value itself, or the command that prints it. */
+export type ValueRaw = string | CommandRaw;
+
 /** An Anthropic account as written. */
 export type AnthropicRaw =
-  | { api_key: string }
-  | { oauth_token: string }
+  | { api_key: ValueRaw }
+  | { oauth_token: ValueRaw }
   | {
     vertex: {
       project: string;
@@ -32,9 +41,9 @@ export type AnthropicRaw =
   };
 /** A custom rule as written. */
 export type CustomRaw =
-  | { domain: string; header: string; value: string }
-  | { domain: string; bearer: string }
-  | { domain: string; basic: { user: string; password: string } };
+  | { domain: string; header: string; value: ValueRaw }
+  | { domain: string; bearer: ValueRaw }
+  | { domain: string; basic: { user: string; password: ValueRaw } };
 /** A provider namespace as written. */
 export interface NsRaw<A> {
   default?: string | undefined;
@@ -43,12 +52,36 @@ export interface NsRaw<A> {
 /** The file as written. */
 export interface FileRaw {
   anthropic?: NsRaw<AnthropicRaw> | undefined;
-  openai?: NsRaw<{ api_key: string }> | undefined;
-  github?: NsRaw<{ token: string }> | undefined;
+  openai?: NsRaw<{ api_key: ValueRaw }> | undefined;
+  github?: NsRaw<{ token: ValueRaw }> | undefined;
   custom?: CustomRaw[] | undefined;
 }
 
-const value = (v: unknown, p: Path) => string(v, p, { min: 1 });
+/** The longest `ttl` a command's value may be used for. */
+const MAX_TTL_MS = 24 * 3600_000;
+
+/** A duration at least 1 s and at most a day (`30s`, `55m`, `2h`, or seconds as a number). */
+function ttl(v: unknown, p: Path): number {
+  if (typeof v === "string" || typeof v === "number") {
+    try {
+      const ms = parseDuration(v);
+      if (ms >= 1000 && ms <= MAX_TTL_MS) return ms;
+    } catch { /* reported below */ }
+  }
+  return bad(p, "expected a duration from 1s to 24h, like 55m");
+}
+
+/** A value, or `{ command: [argv…], ttl }` printing it (the argv runs without a shell). */
+export function value(v: unknown, p: Path): ValueRaw {
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+    const o = strictMapping(v, p, ["command", "ttl"]);
+    return {
+      command: list(o.command, [...p, "command"], (a, r) => string(a, r, { min: 1 }), 1),
+      ttl_ms: optional(o.ttl, (t) => ttl(t, [...p, "ttl"])),
+    };
+  }
+  return string(v, p, { min: 1, what: "a value or { command: [program, args…] }" });
+}
 
 /** One provider namespace: `default` and `accounts`, each account checked by `account`. */
 function ns<A>(v: unknown, p: Path, account: (v: unknown, p: Path) => A): NsRaw<A> | undefined {

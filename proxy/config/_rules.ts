@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { CustomRule } from "./credentials.ts";
+import type { CustomRule, Value } from "./credentials.ts";
 import { type HeaderOp, utf8Base64 } from "../relay/rewrite.ts";
 import { Secret } from "./secret.ts";
 
@@ -28,7 +28,7 @@ export function ruleFor(rules: readonly CustomRule[], host: string): CustomRule 
 }
 
 /** The header operations of the rule for `host` (none without a rule). */
-export function ruleOps(rules: readonly CustomRule[], host: string): HeaderOp[] {
+export function ruleOps(rules: readonly CustomRule[], host: string): HeaderOp<Value>[] {
   const rule = ruleFor(rules, host);
   switch (rule?.kind) {
     case undefined:
@@ -45,6 +45,11 @@ export function ruleOps(rules: readonly CustomRule[], host: string): HeaderOp[] 
 /** Fixed-user Basic headers as values of their own: a server echoing one back reveals it. */
 export function basicHeaderSecrets(rules: readonly CustomRule[]): Secret[] {
   return rules.flatMap((r) =>
-    r.kind === "basic" ? [new Secret(utf8Base64(`${r.user}:${r.value.reveal()}`))] : []
+    r.kind === "basic" && r.value instanceof Secret ? [basicSecret(r.user, r.value)] : []
   );
+}
+
+/** The Basic header value `user:value` makes (scrubbed like the value itself). */
+export function basicSecret(user: string, value: Secret): Secret {
+  return new Secret(utf8Base64(`${user}:${value.reveal()}`));
 }

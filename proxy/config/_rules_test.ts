@@ -27,7 +27,7 @@ Deno.test("ruleFor picks the exact domain, then the longest wildcard, then the f
   ];
   for (const [host, want] of CASES) {
     const got = ruleFor(rules, host);
-    equal(got && "value" in got ? got.value.reveal() : undefined, want, host);
+    equal(got && "value" in got ? (got.value as Secret).reveal() : undefined, want, host);
   }
 });
 

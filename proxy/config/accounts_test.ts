@@ -2,7 +2,7 @@ import { deepStrictEqual as assertEquals, equal, ok, throws } from "node:assert/
 import { defaultAccount, parseAccountPairs, resolveAccount } from "./accounts.ts";
 import { parseCredentials } from "./credentials.ts";
 import { Policy } from "./policy.ts";
-import { applyHeaderOps } from "../relay/rewrite.ts";
+import { applyHeaderOps, type HeaderOp } from "../relay/rewrite.ts";
 
 const FILE = `
 anthropic:
@@ -95,7 +95,7 @@ Deno.test("Policy.route fails closed with 502 for a pin of another Claude auth m
   });
   equal(ok2.kind, "forward");
   const h = new Headers({ "x-api-key": "sk-ant-placeholder" });
-  if (ok2.kind === "forward") applyHeaderOps(h, ok2.ops);
+  if (ok2.kind === "forward") applyHeaderOps(h, ok2.ops as HeaderOp[]);
   equal(h.get("x-api-key"), "sk-ant-api03-KEY");
 });
 

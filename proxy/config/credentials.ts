@@ -20,7 +20,8 @@
  * openai:
  *   accounts: { main: { api_key: sk-proj-… } }
  * github:
- *   accounts: { me: { token: ghp_… } }
+ *   accounts:
+ *     me: { token: { command: [gh, auth, token], ttl: 55m } }   # any value may be a command
  * custom:
  *   - { domain: api.example.com, header: X-Api-Key, value: … }
  *   - { domain: "*.example.org", bearer: … }
@@ -32,7 +33,15 @@
 
 import { IsbError, parseYaml } from "../../rpc/base.ts";
 import { Secret } from "./secret.ts";
-import { checkFile, type FileRaw } from "./_credentials_shape.ts";
+import { checkFile, type FileRaw, type ValueRaw } from "./_credentials_shape.ts";
+import {
+  type CommandRef,
+  DEFAULT_COMMAND_TTL_MS,
+  isCommand,
+  type Value,
+} from "./command_source.ts";
+
+export type { CommandRef, Value } from "./command_source.ts";
 
 /** Where Vertex AI calls go and how the proxy gets an access token for them. */
 export interface VertexConfig {
@@ -48,7 +57,7 @@ export interface VertexConfig {
 
 /** An Anthropic account: an API key, an OAuth token, or Vertex AI. */
 export type AnthropicAccount =
-  | { kind: "api_key" | "oauth"; value: Secret }
+  | { kind: "api_key" | "oauth"; value: Value }
   | { kind: "vertex"; vertex: VertexConfig };
 
 /** The Claude auth mode of an account (what an instance is built for). */
@@ -59,7 +68,7 @@ export const DEFAULT_TOKEN_COMMAND: readonly string[] = ["gcloud", "auth", "prin
 /** The default reuse time of a Vertex token (gcloud's tokens last an hour). */
 export const DEFAULT_TOKEN_TTL_MS = 45 * 60_000;
 /** A credential that is one bearer-style value (OpenAI key, GitHub token). */
-export type TokenAccount = { kind: "token"; value: Secret };
+export type TokenAccount = { kind: "token"; value: Value };
 
 /** Accounts of one provider namespace. */
 export interface Accounts<A> {
@@ -71,9 +80,9 @@ export interface Accounts<A> {
 
 /** A custom header rule for a domain (exact, or `*.suffix` for subdomains). */
 export type CustomRule =
-  | { domain: string; kind: "header"; header: string; value: Secret }
-  | { domain: string; kind: "bearer"; value: Secret }
-  | { domain: string; kind: "basic"; user: string; value: Secret };
+  | { domain: string; kind: "header"; header: string; value: Value }
+  | { domain: string; kind: "bearer"; value: Value }
+  | { domain: string; kind: "basic"; user: string; value: Value };
 
 /** Everything in the credentials file. */
 export interface Credentials {
@@ -122,6 +131,12 @@ export function missingNamespaces(c: Credentials): CredentialNamespace[] {
   return NAMESPACES.filter((n) => c[n].accounts.size === 0);
 }
 
+/** A value as written, wrapped: a {@link Secret}, or the command printing it. */
+function wrap(v: ValueRaw): Value {
+  if (typeof v === "string") return new Secret(v);
+  return { kind: "command", argv: v.command, ttlMs: v.ttl_ms ?? DEFAULT_COMMAND_TTL_MS };
+}
+
 /** Parses the file's text; messages never quote values. */
 export function parseCredentials(text: string): Credentials {
   let raw: unknown = null;
@@ -142,8 +157,8 @@ export function parseCredentials(text: string): Credentials {
       "anthropic",
       f.anthropic,
       (a): AnthropicAccount => {
-        if ("api_key" in a) return { kind: "api_key", value: new Secret(a.api_key) };
-        if ("oauth_token" in a) return { kind: "oauth", value: new Secret(a.oauth_token) };
+        if ("api_key" in a) return { kind: "api_key", value: wrap(a.api_key) };
+        if ("oauth_token" in a) return { kind: "oauth", value: wrap(a.oauth_token) };
         return {
           kind: "vertex",
           vertex: {
@@ -158,32 +173,47 @@ export function parseCredentials(text: string): Credentials {
     openai: accounts(
       "openai",
       f.openai,
-      (a) => ({ kind: "token" as const, value: new Secret(a.api_key) }),
+      (a) => ({ kind: "token" as const, value: wrap(a.api_key) }),
     ),
     github: accounts(
       "github",
       f.github,
-      (a) => ({ kind: "token" as const, value: new Secret(a.token) }),
+      (a) => ({ kind: "token" as const, value: wrap(a.token) }),
     ),
     custom: (f.custom ?? []).map((c): CustomRule => {
       const domain = c.domain.toLowerCase();
       if ("header" in c) {
-        return { domain, kind: "header", header: c.header, value: new Secret(c.value) };
+        return { domain, kind: "header", header: c.header, value: wrap(c.value) };
       }
-      if ("bearer" in c) return { domain, kind: "bearer", value: new Secret(c.bearer) };
-      return { domain, kind: "basic", user: c.basic.user, value: new Secret(c.basic.password) };
+      if ("bearer" in c) return { domain, kind: "bearer", value: wrap(c.bearer) };
+      return { domain, kind: "basic", user: c.basic.user, value: wrap(c.basic.password) };
     }),
   };
 }
 
-/** Every real value in the credentials (what responses and logs are scrubbed of). */
-export function allSecrets(c: Credentials): Secret[] {
+/** Every value of the file, literal or command-sourced. */
+function allValues(c: Credentials): Value[] {
   return [
     ...[...c.anthropic.accounts.values()].flatMap((a) => "value" in a ? [a.value] : []),
     ...[...c.openai.accounts.values()].map((a) => a.value),
     ...[...c.github.accounts.values()].map((a) => a.value),
     ...c.custom.map((r) => r.value),
   ];
+}
+
+/** Every literal value in the credentials (what responses and logs are scrubbed of). */
+export function allSecrets(c: Credentials): Secret[] {
+  return allValues(c).filter((v): v is Secret => !isCommand(v));
+}
+
+/** Every command the credentials name (Vertex token commands included). */
+export function allCommands(c: Credentials): CommandRef[] {
+  const vertex = [...c.anthropic.accounts.values()].flatMap((a): CommandRef[] =>
+    a.kind === "vertex"
+      ? [{ kind: "command", argv: a.vertex.tokenCommand, ttlMs: a.vertex.tokenTtlMs }]
+      : []
+  );
+  return [...allValues(c).filter(isCommand), ...vertex];
 }
 
 /** Reads the file; refuses one readable by anyone but its owner. Missing = empty. */

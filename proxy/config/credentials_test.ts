@@ -2,6 +2,7 @@ import { deepStrictEqual as assertEquals, equal, ok, throws } from "node:assert/
 import { CREDENTIALS_TEMPLATE } from "../../mcp/host/config.ts";
 import { IsbError } from "../../rpc/mod.ts";
 import { isEmptyYaml, missingNamespaces, parseCredentials } from "./credentials.ts";
+import type { Secret } from "./secret.ts";
 
 Deno.test("parseCredentials takes the all-comments skeleton isx init writes as no credentials", () => {
   const c = parseCredentials(CREDENTIALS_TEMPLATE);
@@ -65,9 +66,28 @@ Deno.test("parseCredentials refuses a wrong shape by field, never quoting a valu
       "custom: [{ domain: a.b, bearer: SECRET-1, value: SECRET-2 }]",
       "custom.0.value: unknown field",
     ],
-    ["custom: [{ domain: a.b, header: X-K }]", "custom.0.value: expected a string"],
-    ["custom: [{ domain: a.b, basic: { user: u } }]", "custom.0.basic.password: expected a string"],
+    [
+      "custom: [{ domain: a.b, header: X-K }]",
+      "custom.0.value: expected a value or { command: [program, args…] }",
+    ],
+    [
+      "custom: [{ domain: a.b, basic: { user: u } }]",
+      "custom.0.basic.password: expected a value or { command",
+    ],
     ["custom: { domain: a.b }", "custom: expected a list"],
+    [
+      "github: { accounts: { me: { token: { command: [] } } } }",
+      "token.command: expected at least 1 item",
+    ],
+    ["github: { accounts: { me: { token: { command: gh } } } }", "token.command: expected a list"],
+    [
+      "github: { accounts: { me: { token: { command: [gh], ttl: 0s } } } }",
+      "token.ttl: expected a duration from 1s to 24h",
+    ],
+    [
+      "github: { accounts: { me: { token: { command: [gh], shell: SECRET-1 } } } }",
+      "token.shell: unknown field",
+    ],
     ["SECRET-1", "document: expected a mapping"],
   ];
   for (const [text, msg] of CASES) {
@@ -108,11 +128,42 @@ custom:
       tokenTtlMs: 60_000,
     },
   });
-  equal(c.openai.accounts.get("main")?.value.reveal(), "k3");
-  equal(c.github.accounts.get("me")?.value.reveal(), "k4");
-  assertEquals(c.custom.map((r) => [r.domain, r.kind, r.value.reveal()]), [
+  equal((c.openai.accounts.get("main")?.value as Secret).reveal(), "k3");
+  equal((c.github.accounts.get("me")?.value as Secret).reveal(), "k4");
+  assertEquals(c.custom.map((r) => [r.domain, r.kind, (r.value as Secret).reveal()]), [
     ["api.example.com", "header", "k5"],
     ["*.example.org", "bearer", "k6"],
     ["git.example.net", "basic", "k7"],
   ]);
+});
+
+Deno.test("parseCredentials takes a command in place of any value, with a ttl (default 5 min)", () => {
+  const c = parseCredentials(`
+anthropic:
+  accounts:
+    k: { api_key: { command: [op, read, "op://Private/Anthropic/credential"], ttl: 1h } }
+    o: { oauth_token: { command: [secret-tool, lookup, claude, oauth] } }
+openai: { accounts: { m: { api_key: { command: [pass, show, openai] } } } }
+github: { accounts: { me: { token: { command: [gh, auth, token], ttl: 55m } } } }
+custom:
+  - { domain: a.dev, header: X-K, value: { command: [bw, get, password, a] } }
+  - { domain: b.dev, basic: { user: u, password: { command: [gopass, show, b] } } }
+`);
+  const cmd = (v: unknown) => v as { kind: string; argv: string[]; ttlMs: number };
+  assertEquals(
+    cmd(
+      c.anthropic.accounts.get("k")!.kind === "api_key" &&
+        (c.anthropic.accounts.get("k") as { value: unknown }).value,
+    ),
+    {
+      kind: "command",
+      argv: ["op", "read", "op://Private/Anthropic/credential"],
+      ttlMs: 3_600_000,
+    },
+  );
+  equal(cmd((c.anthropic.accounts.get("o") as { value: unknown }).value).ttlMs, 300_000);
+  assertEquals(cmd(c.github.accounts.get("me")!.value).argv, ["gh", "auth", "token"]);
+  equal(cmd(c.github.accounts.get("me")!.value).ttlMs, 55 * 60_000);
+  assertEquals(cmd(c.openai.accounts.get("m")!.value).argv, ["pass", "show", "openai"]);
+  assertEquals(c.custom.map((r) => cmd(r.value).argv[0]), ["bw", "gopass"]);
 });

@@ -6,8 +6,8 @@
  * @module
  */
 
-import type { Accounts, Credentials, CustomRule, VertexConfig } from "./credentials.ts";
-import type { Secret } from "./secret.ts";
+import type { Accounts, Credentials, CustomRule, Value, VertexConfig } from "./credentials.ts";
+import { Secret } from "./secret.ts";
 
 /** One credential as the dump shows it. */
 export type DumpedAccount =
@@ -18,6 +18,13 @@ export type DumpedAccount =
     length: number;
   }
   | {
+    /** api_key, oauth or token, printed by a command. */
+    kind: string;
+    /** The command's program (its arguments are not shown) and ttl in seconds. */
+    command: string;
+    ttl_seconds: number;
+  }
+  | {
     /** vertex: no secret in the file, a command that prints a token. */
     kind: "vertex";
     /** The Google Cloud project and region, and the token command's program. */
@@ -26,12 +33,19 @@ export type DumpedAccount =
     token_command: string;
   };
 
-type Account = { kind: string; value: Secret } | { kind: "vertex"; vertex: VertexConfig };
+type Account = { kind: string; value: Value } | { kind: "vertex"; vertex: VertexConfig };
+
+/** A value as the dump shows it: its length, or its command's program and ttl. */
+function shown(v: Value): { length: number } | { command: string; ttl_seconds: number } {
+  return v instanceof Secret
+    ? { length: v.length }
+    : { command: v.argv[0] ?? "", ttl_seconds: v.ttlMs / 1000 };
+}
 
 function accounts<A extends Account>(a: Accounts<A>) {
   const out: Record<string, DumpedAccount> = {};
   for (const [name, acc] of a.accounts) {
-    out[name] = "value" in acc ? { kind: acc.kind, length: acc.value.length } : {
+    out[name] = "value" in acc ? { kind: acc.kind, ...shown(acc.value) } : {
       kind: "vertex",
       project: acc.vertex.project,
       region: acc.vertex.region,
@@ -42,7 +56,7 @@ function accounts<A extends Account>(a: Accounts<A>) {
 }
 
 function custom(r: CustomRule) {
-  const base = { domain: r.domain, kind: r.kind, length: r.value.length };
+  const base = { domain: r.domain, kind: r.kind, ...shown(r.value) };
   if (r.kind === "header") return { ...base, header: r.header };
   if (r.kind === "basic") return { ...base, user: r.user };
   return base;

@@ -187,3 +187,12 @@ export async function loadProxyConfig(path: string): Promise<ProxyConfig> {
     throw e;
   }
 }
+
+/**
+ * The part of `config.yaml` only a restart applies, as text (ports, bridge, gateway, limits,
+ * DNS management): `hosts` and `domains` decide where credentials go and are reloaded live.
+ */
+export function restartOnlyPart(text: string): string {
+  const { hosts: _h, domains: _d, ...rest } = parseProxyConfig(text);
+  return JSON.stringify(rest);
+}

@@ -6,8 +6,10 @@
  * policy built from them: which hosts are intercepted and which credential goes where
  * (`policy.ts`, with `_hosts.ts` and `_grants.ts`), which account a caller uses
  * (`accounts.ts`), header rules for other domains (`_rules.ts`), Vertex AI hosts, request
- * translation and tokens (`vertex.ts`, `vertex_token.ts`), what `isx proxy dump` shows
- * (`dump.ts`) and whether the files changed since start (`drift.ts`).
+ * translation and tokens (`vertex.ts`, `vertex_token.ts`), credentials printed by a command
+ * (`command_source.ts`: no shell, bounded, cached for a ttl, single flight, rate-bounded),
+ * the live reload of the files (`reload.ts`), what `isx proxy dump` shows (`dump.ts`) and
+ * whether a part only a restart applies changed since start (`drift.ts`).
  *
  * @module
  */
@@ -35,6 +37,15 @@ export {
 } from "./accounts.ts";
 export { translateMessages, type Translation, vertexHost } from "./vertex.ts";
 export { type RunCommand, VertexTokens } from "./vertex_token.ts";
+export {
+  type CommandRef,
+  CommandSources,
+  DEFAULT_COMMAND_TTL_MS,
+  isCommand,
+  type SourceStatus,
+  type Value,
+} from "./command_source.ts";
+export { LiveReload, RELOAD_POLL_MS, type ReloadState, watchCredentials } from "./reload.ts";
 export {
   type Accounts,
   type AnthropicAccount,

@@ -36,12 +36,13 @@ import type {
   Credentials,
   CustomRule,
   TokenAccount,
+  Value,
   VertexConfig,
 } from "./credentials.ts";
 import { allSecrets } from "./credentials.ts";
 import type { HeaderOp } from "../relay/rewrite.ts";
 import { basicHeaderSecrets, matchDomain, ruleOps } from "./_rules.ts";
-import type { Secret } from "./secret.ts";
+import { Secret } from "./secret.ts";
 import { isVertexModelPath, vertexHost } from "./vertex.ts";
 
 import { baseDomain, DEFAULT_HOSTS, hostOnly } from "./_hosts.ts";
@@ -82,61 +83,108 @@ export type Route =
   | {
     kind: "forward";
     namespace?: Namespace;
-    ops: HeaderOp[];
+    /** The head changes; a value may still be a command to run (admit resolves it). */
+    ops: HeaderOp<Value>[];
     model?: ModelProvider;
     /** Set when a Vertex token must be added (and, for `translate`, the request rewritten). */
     vertex?: VertexRoute;
   }
   | { kind: "fail"; status: 502; message: string };
 
-/** The decisions, built once from the credentials file and the `proxy:` config. */
+/** What one generation of credentials and config decides from (replaced whole on reload). */
+interface State {
+  creds: Credentials;
+  hosts: Record<Namespace, string[]>;
+  domains: string[];
+  secrets: Secret[];
+  dnsNames: string[];
+  rules: CustomRule[];
+  vertexHosts: Map<string, VertexConfig>;
+}
+
+function build(creds: Credentials, config: PolicyConfig): State {
+  const lower = (xs: readonly string[]) => xs.map((x) => x.toLowerCase().replace(/\.$/, ""));
+  const hosts = {
+    anthropic: lower(config.hosts?.anthropic ?? DEFAULT_HOSTS.anthropic),
+    openai: lower(config.hosts?.openai ?? DEFAULT_HOSTS.openai),
+    github: lower(config.hosts?.github ?? DEFAULT_HOSTS.github),
+  };
+  // The credentials file's own rules come first, so they win a tie with a tool's.
+  const rules = [...creds.custom, ...(config.toolRules ?? [])];
+  const vertexHosts = new Map<string, VertexConfig>();
+  for (const a of creds.anthropic.accounts.values()) {
+    if (a.kind === "vertex") vertexHosts.set(vertexHost(a.vertex.region), a.vertex);
+  }
+  const all = [
+    ...Object.values(hosts).flat(),
+    ...rules.map((r) => r.domain),
+    ...vertexHosts.keys(),
+    ...lower(config.domains ?? []),
+  ];
+  const domains = [...new Set(all)].sort();
+  return {
+    creds,
+    hosts,
+    rules,
+    vertexHosts,
+    domains,
+    dnsNames: [...new Set(domains.map(baseDomain))].sort(),
+    secrets: [
+      ...allSecrets(creds),
+      ...(config.toolRules ?? []).flatMap((r) => r.value instanceof Secret ? [r.value] : []),
+      ...basicHeaderSecrets(rules),
+    ],
+  };
+}
+
+/**
+ * The decisions, built from the credentials file and the `proxy:` config, and rebuilt whole
+ * by {@link Policy.update} when they change (a live reload). Each call reads one
+ * generation, so a request's route never mixes two; values of earlier generations stay in
+ * {@link Policy.secrets}, so a response quoting a rotated key is still scrubbed.
+ */
 export class Policy {
-  readonly #creds: Credentials;
-  readonly #hosts: Record<Namespace, string[]>;
-  readonly #domains: string[];
-  readonly #secrets: Secret[];
-  readonly #dnsNames: string[];
-  readonly #rules: CustomRule[];
-  readonly #vertexHosts: Map<string, VertexConfig>;
+  #s: State;
+  readonly #retired: Secret[] = [];
+  #generation = 1;
 
   /** Creates it (nothing runs until a start or a call). */
   constructor(creds: Credentials, config: PolicyConfig = {}) {
-    this.#creds = creds;
-    const lower = (xs: readonly string[]) => xs.map((x) => x.toLowerCase().replace(/\.$/, ""));
-    this.#hosts = {
-      anthropic: lower(config.hosts?.anthropic ?? DEFAULT_HOSTS.anthropic),
-      openai: lower(config.hosts?.openai ?? DEFAULT_HOSTS.openai),
-      github: lower(config.hosts?.github ?? DEFAULT_HOSTS.github),
-    };
-    // The credentials file's own rules come first, so they win a tie with a tool's.
-    this.#rules = [...creds.custom, ...(config.toolRules ?? [])];
-    this.#vertexHosts = new Map();
-    for (const a of creds.anthropic.accounts.values()) {
-      if (a.kind === "vertex") this.#vertexHosts.set(vertexHost(a.vertex.region), a.vertex);
+    this.#s = build(creds, config);
+  }
+
+  /** Replaces the credentials and config in force; true when the DNS names changed. */
+  update(creds: Credentials, config: PolicyConfig = {}): boolean {
+    const next = build(creds, config);
+    for (const old of this.#s.secrets) {
+      const kept = next.secrets.some((n) => n.equals(old)) ||
+        this.#retired.some((r) => r.equals(old));
+      if (!kept) this.#retired.push(old);
     }
-    const all = [
-      ...Object.values(this.#hosts).flat(),
-      ...this.#rules.map((r) => r.domain),
-      ...this.#vertexHosts.keys(),
-      ...lower(config.domains ?? []),
-    ];
-    this.#domains = [...new Set(all)].sort();
-    this.#dnsNames = [...new Set(this.#domains.map(baseDomain))].sort();
-    this.#secrets = [
-      ...allSecrets(creds),
-      ...(config.toolRules ?? []).map((r) => r.value),
-      ...basicHeaderSecrets(this.#rules),
-    ];
+    const dnsChanged = next.dnsNames.join(",") !== this.#s.dnsNames.join(",");
+    this.#s = next;
+    this.#generation++;
+    return dnsChanged;
+  }
+
+  /** How many credential generations this policy has held (1 until the first reload). */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** The credentials in force. */
+  get credentials(): Credentials {
+    return this.#s.creds;
   }
 
   /** Every intercepted domain pattern (what DNS maps and the certificate names). */
   get domains(): string[] {
-    return [...this.#domains];
+    return [...this.#s.domains];
   }
 
   /** The base names for DNS `address=` lines. */
   dnsNames(): string[] {
-    return [...this.#dnsNames];
+    return [...this.#s.dnsNames];
   }
 
   /** The certificate's SANs: each base name and its one-level wildcard. */
@@ -147,17 +195,17 @@ export class Policy {
   /** True when DNS sends `host` to the proxy (a domain or any subdomain of one). */
   covers(host: string): boolean {
     const h = hostOnly(host);
-    return this.#dnsNames.some((d) => h === d || h.endsWith(`.${d}`));
+    return this.#s.dnsNames.some((d) => h === d || h.endsWith(`.${d}`));
   }
 
   /** The accounts by namespace: names, kinds and defaults, never values (`GET /accounts`). */
   accountCatalogue(): AccountCatalogue {
-    return accountCatalogue(this.#creds);
+    return accountCatalogue(this.#s.creds);
   }
 
-  /** Every real value (for scrubbing). */
+  /** Every literal value, in force or retired by a reload (for scrubbing). */
   secrets(): Secret[] {
-    return [...this.#secrets];
+    return [...this.#s.secrets, ...this.#retired];
   }
 
   /** The providers whose model calls are counted. */
@@ -168,14 +216,14 @@ export class Policy {
   /** The namespace that owns `host`, if any. */
   namespaceOf(host: string): Namespace | undefined {
     const h = hostOnly(host);
-    return (Object.keys(this.#hosts) as Namespace[]).find((ns) =>
-      this.#hosts[ns].some((p) => matchDomain(p, h))
+    return (Object.keys(this.#s.hosts) as Namespace[]).find((ns) =>
+      this.#s.hosts[ns].some((p) => matchDomain(p, h))
     );
   }
 
   /** True when a request must go through the buffering path (a Vertex translation). */
   translates(host: string, path: string): boolean {
-    return this.#vertexHosts.size > 0 && this.namespaceOf(host) === "anthropic" &&
+    return this.#s.vertexHosts.size > 0 && this.namespaceOf(host) === "anthropic" &&
       path.split("?")[0] === "/v1/messages";
   }
 
@@ -197,7 +245,7 @@ export class Policy {
     const host = hostOnly(req.host);
     const path = req.path.split("?")[0]!;
     const choices: AccountChoices = { pins, template };
-    if (this.#vertexHosts.has(host)) {
+    if (this.#s.vertexHosts.has(host)) {
       if (!granted(caller.grant, "anthropic")) {
         return { kind: "forward", ops: [], ...this.#vertexModel(path) };
       }
@@ -207,20 +255,20 @@ export class Policy {
     if (!ns) {
       return {
         kind: "forward",
-        ops: granted(caller.grant, "custom") ? ruleOps(this.#rules, host) : [],
+        ops: granted(caller.grant, "custom") ? ruleOps(this.#s.rules, host) : [],
       };
     }
     const model = MODEL_PATHS[ns]?.includes(path) ? ns as ModelProvider : undefined;
     const base = { kind: "forward" as const, namespace: ns, ...(model ? { model } : {}) };
     if (!granted(caller.grant, ns)) return { ...base, ops: [] };
     if (ns === "anthropic") {
-      const got = resolveAccount<AnthropicAccount>(ns, this.#creds.anthropic, choices);
+      const got = resolveAccount<AnthropicAccount>(ns, this.#s.creds.anthropic, choices);
       if (got.error) return { kind: "fail", status: 502, message: got.error };
       const a = got.account;
       if (!a) return { ...base, ops: [] };
       if (a.kind === "vertex") {
         // Not a model call: sent on to Anthropic as it is, the placeholder removed.
-        const strip: HeaderOp[] = [{ op: "delete", name: "x-api-key" }];
+        const strip: HeaderOp<Value>[] = [{ op: "delete", name: "x-api-key" }];
         if (path !== "/v1/messages") return { ...base, ops: strip };
         return { ...base, ops: strip, vertex: { config: a.vertex, mode: "translate" } };
       }
@@ -242,7 +290,7 @@ export class Policy {
     }
     const got = resolveAccount<TokenAccount>(
       ns,
-      ns === "openai" ? this.#creds.openai : this.#creds.github,
+      ns === "openai" ? this.#s.creds.openai : this.#s.creds.github,
       choices,
     );
     if (got.error) return { kind: "fail", status: 502, message: got.error };
@@ -266,7 +314,7 @@ export class Policy {
 
   /** A request a guest sends to a Vertex host itself: the caller's Vertex account's token. */
   #vertexPassthrough(host: string, path: string, choices: AccountChoices): Route {
-    const got = resolveAccount<AnthropicAccount>("anthropic", this.#creds.anthropic, choices);
+    const got = resolveAccount<AnthropicAccount>("anthropic", this.#s.creds.anthropic, choices);
     if (got.error) return { kind: "fail", status: 502, message: got.error };
     const a = got.account;
     const model = this.#vertexModel(path);

@@ -1,7 +1,8 @@
 import { deepStrictEqual as assertEquals, equal, ok, rejects, throws } from "node:assert/strict";
 import { loadCredentials, parseCredentials } from "./credentials.ts";
 import { hostOnly, matchDomain, Policy } from "./policy.ts";
-import { applyHeaderOps } from "../relay/rewrite.ts";
+import { applyHeaderOps, type HeaderOp } from "../relay/rewrite.ts";
+import type { Secret } from "./secret.ts";
 import { IsbError } from "../../rpc/mod.ts";
 
 const FILE = `
@@ -35,7 +36,7 @@ function headersFor(
   const r = policy.route({ host, path }, { pins, templateAccounts: template, grant: "all" });
   if (r.kind !== "forward") throw new TypeError(r.message);
   const h = new Headers(init);
-  applyHeaderOps(h, r.ops);
+  applyHeaderOps(h, r.ops as HeaderOp[]);
   return { h, r };
 }
 
@@ -149,7 +150,7 @@ Deno.test("loadCredentials refuses a file wider than 0600 and reads a missing on
     );
     await Deno.chmod(path, 0o600);
     const c = await loadCredentials(path);
-    equal(c.github.accounts.get("me")!.value.reveal(), "ghp_GITHUB");
+    equal((c.github.accounts.get("me")!.value as Secret).reveal(), "ghp_GITHUB");
     const shown = Deno.inspect(c, { depth: 10 }) + JSON.stringify(c.custom);
     for (const v of ["PERSONAL", "WORK", "OPENAI", "GITHUB", "EXACT", "WILD", "PW"]) {
       ok(!shown.includes(v), v);
@@ -184,7 +185,7 @@ Deno.test("Policy.route gives a caller only the namespaces its grant covers", ()
       const r = policy.route({ host, path: "/v1/messages" }, { grant });
       if (r.kind !== "forward") throw new TypeError(r.message);
       const h = new Headers({ "x-api-key": "sk-ant-placeholder", authorization: "Bearer ph" });
-      applyHeaderOps(h, r.ops);
+      applyHeaderOps(h, r.ops as HeaderOp[]);
       const injected = r.ops.length > 0;
       equal(injected, grant.includes(name as never), `${grant.join(",")} on ${host}`);
       if (!injected) {

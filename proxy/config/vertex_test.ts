@@ -9,7 +9,7 @@ import {
   vertexHost,
   vertexModel,
 } from "./vertex.ts";
-import { type RunCommand, runCommand, VertexTokens } from "./vertex_token.ts";
+import { type RunCommand, runCommand, vertexRef, VertexTokens } from "./vertex_token.ts";
 
 const ALL = { grant: "all" } as const;
 
@@ -153,8 +153,8 @@ Deno.test("VertexTokens caches a token until its TTL and shares one run between 
   equal((await t.get(CONFIG)).reveal(), "ya29.SECOND");
   equal(t.secrets().length, 2);
   assertEquals(f.calls[0], ["gcloud", "auth", "print-access-token"]);
-  t.invalidate(CONFIG);
-  equal((await t.get(CONFIG)).reveal(), "ya29.THIRD", "invalidate makes the next call run it");
+  const third = await t.refresh(vertexRef(CONFIG), await t.get(CONFIG));
+  equal(third?.reveal(), "ya29.THIRD", "a 401 refresh runs it once more");
   equal(f.calls.length, 3);
 });
 

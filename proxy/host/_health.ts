@@ -28,6 +28,16 @@ import { isLoopback } from "../relay/upstream.ts";
 import { constantTimeEqual } from "../config/secret.ts";
 import type { PendingNeed } from "./_converge.ts";
 import { parseTaskReport, type TaskBoard } from "../dashboard/tasks.ts";
+import type { ReloadState } from "../config/reload.ts";
+import type { SourceStatus } from "../config/command_source.ts";
+
+/** The credentials in force: their live reload and each command source (never a value). */
+export interface CredentialsHealth extends ReloadState {
+  /** Credential generations held (1 until the first reload). */
+  generation: number;
+  /** Each command-sourced credential's state. */
+  sources: SourceStatus[];
+}
 
 /** The header carrying the shutdown token. */
 export const SHUTDOWN_HEADER = "x-isx-proxy-token";
@@ -50,10 +60,12 @@ export interface HealthInfo {
   dnsConfigured: boolean;
   /** Whether the proxy manages the bridge DNS at all (`proxy.dns`). */
   dnsManaged: boolean;
-  /** Whether config.yaml or credentials.yaml changed since start (restart to apply). */
+  /** Whether a part of config.yaml that needs a restart (or the CA) changed since start. */
   configDrifted: boolean;
-  /** The config files that changed since start. */
+  /** The config files that changed since start in a way only a restart applies. */
   configDriftedFiles: string[];
+  /** The credentials in force: live reload state and command sources. */
+  credentials: CredentialsHealth;
   /** What is wrong with the credentials file as it is now, if anything (never a value). */
   authError: string | null;
   /** Credential namespaces with no account (their placeholders go upstream unchanged). */

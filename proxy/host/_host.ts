@@ -22,7 +22,9 @@ import { ClientRegistry, incusSource } from "../callers/clients.ts";
 import { BridgeGuard, GUARD_TABLE, nftBinary } from "../callers/guard.ts";
 import { CONN_LIMIT_TABLE, connLimitTable } from "../callers/conn_limit.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
-import { loadProxyConfig, type ProxyConfig } from "../config/host_config.ts";
+import { loadProxyConfig, type ProxyConfig, restartOnlyPart } from "../config/host_config.ts";
+import { CommandSources } from "../config/command_source.ts";
+import { watchCredentials } from "../config/reload.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
 import { ConfigWatch } from "../config/drift.ts";
 import { dumpCredentials } from "../config/dump.ts";
@@ -89,8 +91,11 @@ export async function startHostProxy(
     });
   }
   const ca = await loadCa(`${paths.stateDir}/ca`);
-  // the CA too (after loadCa, which creates it): a renewed ca.crt is served only after a restart
-  const watch = await ConfigWatch.start([configPath, credsPath, `${paths.stateDir}/ca/ca.crt`]);
+  // credentials.yaml and config.yaml's hosts/domains are reloaded live; the rest of
+  // config.yaml and the CA (after loadCa, which creates it) only by a restart
+  const watch = await ConfigWatch.start([configPath, `${paths.stateDir}/ca/ca.crt`], {
+    [configPath]: restartOnlyPart,
+  });
   const incus = createIncusClient(paths.incus ?? { socket: paths.socket });
   const cleanup: (() => Promise<void> | void)[] = [() => incus.close()];
   try {
@@ -101,11 +106,13 @@ export async function startHostProxy(
         `start proxy: bridge "${config.bridge}" has no IPv4 address; set proxy.gateway`,
       );
     }
-    const policy = new Policy(creds, {
-      domains: config.domains,
+    const policyConfig = (c: ProxyConfig) => ({
+      domains: c.domains,
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
-      ...(config.hosts ? { hosts: config.hosts } : {}),
+      ...(c.hosts ? { hosts: c.hosts } : {}),
     });
+    const policy = new Policy(creds, policyConfig(config));
+    const sources = new CommandSources();
     // the tables are named by proxy.nft_prefix: another proxy's (a test's) are not ours
     const tables = nftTables(config.nft_prefix);
     const guard = new BridgeGuard(nftBinary(), tables.guard);
@@ -177,6 +184,35 @@ export async function startHostProxy(
       });
     }
     cleanup.unshift(() => needs.close());
+    // A change of the files applies within RELOAD_POLL_MS: a new policy generation for new
+    // requests (those in flight keep their head), DNS names re-applied when they changed.
+    let proxyOnlyServing = (): string | undefined => undefined;
+    const reload = await watchCredentials({
+      credentialsPath: credsPath,
+      configPath,
+      policy,
+      sources,
+      policyConfig,
+      onDnsChange: async () => {
+        if (!config.dns) return;
+        const names = policy.dnsNames();
+        // the proxy-only bridge too while it is served (its follower starts later)
+        const served = proxyOnlyServing();
+        const bridges: [string, string][] = [
+          [config.bridge, gateway],
+          ...(served ? [[config.proxy_only_bridge, served] as [string, string]] : []),
+        ];
+        for (const [bridge, at] of bridges) {
+          await applyDns(incus, bridge, { names, gateway: at }).catch((e) =>
+            log.warn("proxy: could not update the bridge DNS", {
+              bridge,
+              error: (e as Error).message,
+            })
+          );
+        }
+      },
+    });
+    cleanup.unshift(() => reload.close());
     const status = async (): Promise<HealthStatus> => {
       const drifted = await watch.drifted();
       let authError: string | null = null;
@@ -199,7 +235,7 @@ export async function startHostProxy(
         configDrifted: drifted.length > 0,
         configDriftedFiles: drifted,
         authError,
-        missingCredentials: missing,
+        missingCredentials: missingNamespaces(policy.credentials),
         programDir: paths.programDir ?? null,
         converging: needs.pending(),
       };
@@ -219,14 +255,16 @@ export async function startHostProxy(
       ca,
       clients: registry,
       egress,
+      sources,
       dnsConfigured,
       status,
+      reload: () => reload.state(),
       dump: () => ({
         pid: Deno.pid,
         config: { ...config, gateway },
         extra_listens: handle.extraListens(),
         intercepted_domains: policy.domains,
-        credentials: dumpCredentials(creds),
+        credentials: dumpCredentials(policy.credentials),
         instances: (registry.known() ?? []).map((r) => r.name).sort(),
       }),
       limits: {
@@ -276,7 +314,8 @@ export async function startHostProxy(
     });
     cleanup.unshift(() => listeners.close());
     egress.watch((entries) => void listeners.sync(entries));
-    const proxyOnly = followProxyOnly(incus, handle, config, policy.dnsNames());
+    const proxyOnly = followProxyOnly(incus, handle, config, () => policy.dnsNames());
+    proxyOnlyServing = () => proxyOnly.serving;
     cleanup.unshift(() => proxyOnly.close());
     await proxyOnly.start();
     log.info("proxy: listening", {
@@ -310,7 +349,7 @@ function followProxyOnly(
   incus: IncusClient,
   handle: ProxyHandle,
   config: ProxyConfig,
-  dnsNames: readonly string[],
+  dnsNames: () => readonly string[],
 ): BridgeFollower {
   const bridge = config.proxy_only_bridge;
   return new BridgeFollower({
@@ -326,7 +365,7 @@ function followProxyOnly(
       const at = { hostname: gateway, tls: config.ports.tls, forward: config.ports.forward };
       const addrs = await handle.addListen(at);
       if (config.dns) {
-        await applyDns(incus, bridge, { names: dnsNames, gateway }).catch((e) =>
+        await applyDns(incus, bridge, { names: dnsNames(), gateway }).catch((e) =>
           log.warn("proxy: could not set the DNS of the proxy-only bridge", {
             bridge,
             error: (e as Error).message,

@@ -21,7 +21,8 @@ import { type InterceptServer, serveIntercept } from "../tls/intercept.ts";
 import { LeafCache } from "../tls/leaf_cache.ts";
 import { checkOverrides } from "../relay/upstream.ts";
 import { normalizeAddress } from "../callers/clients.ts";
-import { VertexTokens } from "../config/vertex_token.ts";
+import { CommandSources } from "../config/command_source.ts";
+import type { ReloadState } from "../config/reload.ts";
 import {
   ConnectionCap,
   connectionGate,
@@ -70,12 +71,16 @@ export interface StartProxyOptions {
   httpClient?: Deno.HttpClient;
   /** Test and benchmark only: CA certificates the relay trusts for upstream TLS. */
   upstreamCaCerts?: string[];
-  /** Vertex access tokens (default: from each account's command, cached). */
-  vertexTokens?: VertexTokens;
+  /** Command-sourced values and Vertex tokens (default: each command run for real, cached). */
+  sources?: CommandSources;
+  /** The same, under its former name (a `VertexTokens` is a {@link CommandSources}). */
+  vertexTokens?: CommandSources;
   /** Whether the bridge DNS points at the proxy (reported by `/health` without `status`). */
   dnsConfigured?: boolean;
   /** The `/health` fields computed on each read (`isx proxy` computes them from its files). */
   status?: () => Promise<HealthStatus>;
+  /** The live reload's state, when the credentials are reloaded (proxy/config/reload.ts). */
+  reload?: () => ReloadState;
   /** Enables `POST /shutdown` on the ops port for callers presenting this token. */
   shutdown?: { token: string; onShutdown: () => void };
   /** `GET /dump` (with the shutdown token): the effective config, secrets as lengths. */
@@ -149,7 +154,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     counter,
     overrides,
     handoff,
-    vertexTokens: opts.vertexTokens ?? new VertexTokens({ now }),
+    sources: opts.sources ?? opts.vertexTokens ?? new CommandSources({ now }),
     ...(opts.egress ? { egress: opts.egress } : {}),
     ...(opts.httpClient ? { httpClient: opts.httpClient } : {}),
   };
@@ -182,12 +187,22 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       programDir: null,
       converging: [],
     };
+    const credentials = () => ({
+      appliedAt: startedAt,
+      reloads: 0,
+      error: null,
+      errorSince: null,
+      ...opts.reload?.(),
+      generation: opts.policy.generation,
+      sources: interceptDeps.sources.status(),
+    });
     const health = async (): Promise<HealthInfo> => ({
       version: VERSION,
       runtime: `deno ${Deno.version.deno}`,
       pid: Deno.pid,
       caFingerprint: opts.ca.fingerprint,
       ...(opts.status ? await opts.status() : fixed),
+      credentials: credentials(),
       startedAt,
       listen,
     });

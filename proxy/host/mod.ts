@@ -11,7 +11,7 @@
  * @module
  */
 
-export type { HealthInfo, HealthStatus } from "./_health.ts";
+export type { CredentialsHealth, HealthInfo, HealthStatus } from "./_health.ts";
 export {
   type ExtraListen,
   type ProxyHandle,

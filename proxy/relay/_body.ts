@@ -66,6 +66,15 @@ export async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void>
   while (off < data.length) off += await conn.write(data.subarray(off));
 }
 
+/** A copy of a request body as it went upstream (framing included), up to `limit` bytes. */
+export interface KeptBody {
+  /** The most bytes kept; a longer body is not kept (`over`). */
+  limit: number;
+  chunks: Uint8Array[];
+  size: number;
+  over: boolean;
+}
+
 /**
  * Forwards a request body as it came, `head` in the same write as its first bytes; true
  * once all of it went upstream, false if the guest ended early or the framing was bad.
@@ -73,10 +82,18 @@ export async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void>
 export async function pumpRequest(
   from: ConnReader,
   to: Deno.Conn,
-  o: { framing: Framing; head: Uint8Array; sent: (n: number) => void },
+  o: { framing: Framing; head: Uint8Array; sent: (n: number) => void; keep?: KeptBody },
 ): Promise<boolean> {
   let head: Uint8Array | undefined = o.head;
+  const keep = o.keep;
   const send = async (bytes: Uint8Array) => {
+    if (keep && !keep.over && bytes.length) {
+      keep.size += bytes.length;
+      if (keep.size > keep.limit) {
+        keep.over = true;
+        keep.chunks = [];
+      } else keep.chunks.push(bytes.slice());
+    }
     if (head) {
       const both = new Uint8Array(head.length + bytes.length);
       both.set(head);

@@ -2,7 +2,11 @@
  * One admitted request of the intercepting relay (proxy/relay/relay.ts) and its response: the
  * request goes out on a kept-alive upstream connection of the instance (sent once more on a
  * fresh one when a kept-alive upstream closed under an idempotent request without a body),
- * and the response comes back scrubbed, read for usage and counted. Apart from the
+ * and the response comes back scrubbed, read for usage and counted. A 401 to a request whose
+ * credential comes from a command is answered by one more try with a newer value when the
+ * command gives one (proxy/callers/admit.ts), if the whole request is at hand to send again:
+ * no body, or a body of at most {@link REPLAY_LIMIT} bytes, kept as it went out (a longer
+ * one gets the 401, and the refreshed value serves its next try). Apart from the
  * connection loop so that each file holds one concern; the call ends exactly once.
  *
  * @module
@@ -16,10 +20,12 @@ import {
   type RequestHead,
   requestHeadBytes,
   responseFraming,
+  type ResponseHead,
   responseHeadBytes,
 } from "../http1/http1.ts";
 import {
   type BodyWriter,
+  type KeptBody,
   prefetchBody,
   pumpRequest,
   pumpResponse,
@@ -36,6 +42,9 @@ import { bodyKind, UsageReader } from "../activity/usage.ts";
 import { DecodingUsageReader } from "../http1/decode.ts";
 import { bodyPlan, DecodingSink, guestResponseHeaders } from "./_decoded.ts";
 import { type ProxyLimits, Watchdog } from "../callers/limits.ts";
+
+/** The largest request body kept to send again after a 401 (command-sourced credentials). */
+export const REPLAY_LIMIT = 2 * 1024 * 1024;
 
 /** Methods a request may be sent again for (RFC 9110 §9.2.2), when it has no body. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]);
@@ -178,10 +187,20 @@ async function relay(
   const head = requestHeadBytes(req.method, req.target, a.headers);
   let finished = false;
   let sent: "done" | "short" | "failed" | undefined;
-  void pumpRequest(s.g, up.conn, { framing, head, sent: (n) => traffic.sent(n) }).then(
+  // Only a request that may be sent again after a 401 keeps a copy of its body.
+  const keep: KeptBody | undefined = a.refresh
+    ? { limit: REPLAY_LIMIT, chunks: [], size: 0, over: false }
+    : undefined;
+  const pumped = pumpRequest(s.g, up.conn, {
+    framing,
+    head,
+    sent: (n) => traffic.sent(n),
+    ...(keep ? { keep } : {}),
+  }).then(
     (ok) => (sent = ok ? "done" : "short"),
     () => (sent = "failed"),
-  ).then(() => {
+  );
+  void pumped.then(() => {
     // The guest stopped mid-body: the upstream would wait for the rest forever.
     if (sent === "short") return abort();
     // Request in: a read on the guest's connection notices it going away.
@@ -204,6 +223,26 @@ async function relay(
     } catch (e) {
       res = message(e);
     }
+  }
+  if (typeof res !== "string" && res.status === 401 && a.refresh) {
+    res = await retryAuthorized(a, res, {
+      keep: keep!,
+      pumped: pumped.then(() => sent === "done"),
+      send: async (headers) => {
+        abort();
+        up = await on.renew();
+        up.reader.onData = kick;
+        headers.set("host", origin.authority);
+        if (framing.kind === "chunked") headers.set("transfer-encoding", "chunked");
+        const again = requestHeadBytes(req.method, req.target, headers);
+        const all = new Uint8Array(again.length + keep!.size);
+        all.set(again);
+        let at = again.length;
+        for (const c of keep!.chunks) (all.set(c, at), at += c.length);
+        await writeAll(up.conn, all);
+        return await readFinalHead(up.reader, { secrets: a.secrets, traffic, interim });
+      },
+    });
   }
   // The upstream cannot give this request a usable answer: the guest gets 502.
   const fail = (why: string) => {
@@ -252,4 +291,36 @@ async function relay(
   if (reusable) s.pool.release(up);
   else abort();
   return complete && sent === "done" && !guestCloses;
+}
+
+/**
+ * After a 401 to a request with a command-sourced credential: the source is refreshed (at
+ * most one run per ttl), and when it gives a newer value and the whole request was sent and
+ * kept, the request goes once more with it and its answer is the one the guest gets.
+ */
+async function retryAuthorized(
+  a: Extract<Admission, { kind: "relay" }>,
+  first: ResponseHead,
+  o: {
+    keep: KeptBody;
+    pumped: Promise<boolean>;
+    send: (headers: Headers) => Promise<ResponseHead | string>;
+  },
+): Promise<ResponseHead | string> {
+  const refreshed = a.refresh!();
+  // Not all of the body is at hand: the guest gets this 401, its next try the newer value.
+  if (o.keep.over || !(await o.pumped) || o.keep.over) {
+    void refreshed.catch(() => {});
+    return first;
+  }
+  const headers = await refreshed.catch(() => undefined);
+  if (!headers) return first;
+  log.info("proxy: sent again with a refreshed credential after 401", {
+    host: a.origin.authority,
+  });
+  try {
+    return await o.send(headers);
+  } catch (e) {
+    return message(e);
+  }
 }

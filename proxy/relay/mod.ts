@@ -11,3 +11,4 @@
  */
 
 export type { HeaderOp } from "./rewrite.ts";
+export { REPLAY_LIMIT } from "./_exchange.ts";

@@ -41,14 +41,14 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 /** The header a guest presents its per-start instance secret in; never forwarded. */
 export const INSTANCE_SECRET_HEADER = "x-isx-instance-secret";
 
-/** One change the policy makes to a request head. */
-export type HeaderOp =
-  | { op: "set"; name: string; value: Secret; prefix?: string }
+/** One change the policy makes to a request head (`V`: what a value is before resolving). */
+export type HeaderOp<V = Secret> =
+  | { op: "set"; name: string; value: V; prefix?: string }
   | { op: "delete"; name: string }
   /** `Authorization: Basic user:value`; with `keepGuestUser`, the guest's user name wins. */
-  | { op: "basic"; value: Secret; user: string; keepGuestUser?: boolean }
+  | { op: "basic"; value: V; user: string; keepGuestUser?: boolean }
   /** Replace `placeholder` inside any header value by the real value. */
-  | { op: "substitute"; placeholder: string; value: Secret };
+  | { op: "substitute"; placeholder: string; value: V };
 
 /** A copy of `src` without hop-by-hop headers, those `Connection` names, and isx headers. */
 export function forwardableHeaders(src: Headers): Headers {

@@ -25,7 +25,6 @@ import { decodeStream, DecodingUsageReader } from "../http1/decode.ts";
 import { bodyPlan } from "./_decoded.ts";
 import { relayWebSocket } from "./_websocket.ts";
 import { upstreamUrl } from "./upstream.ts";
-import type { VertexConfig } from "../config/credentials.ts";
 import { MAX_TRANSLATED_BODY, NOT_FOR_VERTEX, translateMessages } from "../config/vertex.ts";
 
 /** A short plain-text answer from the proxy itself. */
@@ -136,7 +135,7 @@ export function interceptHandler(
       target,
       body,
       counted: a.vertex !== undefined,
-      ...(a.vertex ? { vertex: a.vertex.config } : {}),
+      ...(a.refresh ? { refresh: vertexShaped(a.refresh, a.vertex !== undefined) } : {}),
       headers: a.headers,
       traffic: a.traffic,
       model: a.model,
@@ -145,6 +144,21 @@ export function interceptHandler(
       deps,
       provider: a.provider,
     });
+  };
+}
+
+/** The refreshed head of a translated call loses Anthropic's headers as the first one did. */
+function vertexShaped(
+  refresh: () => Promise<Headers | undefined>,
+  translated: boolean,
+): () => Promise<Headers | undefined> {
+  if (!translated) return refresh;
+  return async () => {
+    const h = await refresh();
+    if (!h) return h;
+    for (const name of NOT_FOR_VERTEX) h.delete(name);
+    h.set("content-type", "application/json");
+    return h;
   };
 }
 
@@ -176,8 +190,8 @@ async function relay(
     body: BodyInit | null;
     /** True when the body's bytes were counted already. */
     counted: boolean;
-    /** The Vertex account of a translated call (a 401 drops its cached token). */
-    vertex?: VertexConfig;
+    /** After a 401: a head with a refreshed command-sourced credential, if there is one. */
+    refresh?: () => Promise<Headers | undefined>;
     headers: Headers;
     traffic: TrafficCall;
     model: ModelCall | undefined;
@@ -192,18 +206,34 @@ async function relay(
   const gone = new AbortController();
   info.completed.catch(() => gone.abort());
   let upstream: Response;
-  try {
+  const send = (headers: Headers) => {
     const body = o.counted || !(o.body instanceof ReadableStream)
       ? o.body
       : o.body.pipeThrough(counting((n) => traffic.sent(n)));
-    upstream = await fetch(o.target, {
+    return fetch(o.target, {
       method: req.method,
-      headers: o.headers,
+      headers,
       body,
       redirect: "manual",
       signal: gone.signal,
       ...(o.client ? { client: o.client } : {}),
     });
+  };
+  try {
+    upstream = await send(o.headers);
+    // A command-sourced credential was refused: refreshed (at most once per ttl), and sent
+    // once more with it when the body is at hand again (none, or a translated text).
+    if (upstream.status === 401 && o.refresh) {
+      const refreshed = o.refresh();
+      if (o.body instanceof ReadableStream) void refreshed.catch(() => {});
+      else {
+        const headers = await refreshed.catch(() => undefined);
+        if (headers) {
+          await upstream.body?.cancel();
+          upstream = await send(headers);
+        }
+      }
+    }
   } catch (e) {
     model?.end({ responded: false });
     traffic.end();
@@ -213,8 +243,6 @@ async function relay(
     return proxyText(502, `upstream ${host} unreachable: ${why}`);
   }
   traffic.responded();
-  // The token was revoked or expired before its TTL: the next call runs the command again.
-  if (o.vertex && upstream.status === 401) o.deps.vertexTokens?.invalidate(o.vertex);
   const plan = bodyPlan(upstream.headers.get("content-encoding"), {
     body: upstream.body !== null && req.method !== "HEAD",
     scrubbing: !Scrubber.of(o.secrets).empty,

@@ -13,6 +13,11 @@
  * - `POST /v1/responses`, `POST /v1/chat/completions`: OpenAI-shaped usage.
  * - `POST /v1/messages` with `"hold": true`, or `GET /hold`: streams one event, then holds
  *   the response open until the client goes.
+ * - `POST /v1/messages` with `"slow_ms": N` (and `"stream": true`): SSE paced over N ms
+ *   (a ping every 500 ms), ending with the key it got and the usual usage.
+ * - With `validKeys` set, a request whose `x-api-key` or `authorization` is not among them
+ *   gets 401 (a rotated or expired credential); `quote` is added to JSON message answers
+ *   (a server quoting some value back).
  * - `GET /echo`: the request head as JSON.
  * - `GET /ws` (WebSocket): first sends the `authorization` it got, then echoes messages
  *   (binary ones as binary); `binary-key` gets the `authorization` back in a binary
@@ -47,6 +52,10 @@ export interface FakeUpstream {
   requests: Recorded[];
   /** Held `/hold` responses whose client went away. */
   cancelled: number;
+  /** When set, only these keys are accepted (others get 401). */
+  validKeys: Set<string> | undefined;
+  /** When set, JSON message answers carry it as `quote`. */
+  quote: string | undefined;
   close(): Promise<void>;
 }
 
@@ -67,6 +76,35 @@ function held(state: { cancelled: number }): Response {
     cancel() {
       clearInterval(timer);
       state.cancelled++;
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+}
+
+/** An SSE answer paced over `ms` (a ping every 500 ms), ending with `key` and usage. */
+function paced(ms: number, key: string): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const started = Date.now();
+  const u = STREAM_USAGE;
+  const stream = new ReadableStream<Uint8Array>({
+    start(ctl) {
+      ctl.enqueue(enc.encode(sse([{
+        type: "message_start",
+        message: { usage: { input_tokens: u.input, output_tokens: 1 } },
+      }])));
+      timer = setInterval(() => {
+        if (Date.now() - started < ms) return ctl.enqueue(enc.encode(": ping\n\n"));
+        clearInterval(timer);
+        ctl.enqueue(enc.encode(sse([
+          { type: "content_block_delta", delta: { type: "text_delta", text: `key was ${key}` } },
+          { type: "message_delta", usage: { output_tokens: u.output } },
+          { type: "message_stop" },
+        ])));
+        ctl.close();
+      }, 500);
+    },
+    cancel() {
+      clearInterval(timer);
     },
   });
   return new Response(stream, { headers: { "content-type": "text/event-stream" } });
@@ -94,7 +132,11 @@ async function encoded(res: Response, coding: string): Promise<Response> {
 /** Starts the fake on 127.0.0.1 (plain HTTP; the proxy reaches it through a test override). */
 export function startFakeUpstream(): FakeUpstream {
   const requests: Recorded[] = [];
-  const state = { cancelled: 0 };
+  const state = {
+    cancelled: 0,
+    validKeys: undefined as Set<string> | undefined,
+    quote: undefined as string | undefined,
+  };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
     const coding = req.headers.get("x-fake-content-encoding");
     const res = await respond(req);
@@ -134,6 +176,13 @@ export function startFakeUpstream(): FakeUpstream {
       body,
     });
     const key = req.headers.get("x-api-key") ?? req.headers.get("authorization") ?? "";
+    if (state.validKeys && !state.validKeys.has(key.replace(/^Bearer /, ""))) {
+      return Response.json({ type: "error", error: { type: "authentication_error" } }, {
+        status: 401,
+      });
+    }
+    const slow = /"slow_ms":(\d+)/.exec(body);
+    if (url.pathname === "/v1/messages" && slow) return paced(Number(slow[1]), key);
     if (
       url.pathname === "/hold" || (url.pathname === "/v1/messages" && body.includes('"hold":true'))
     ) {
@@ -146,7 +195,12 @@ export function startFakeUpstream(): FakeUpstream {
     if (url.pathname === "/v1/messages" || vertex) {
       const stream = vertex ? vertex[1] === "stream" : body.includes('"stream":true');
       if (!stream) {
-        return Response.json({ id: "m", echo: key, usage: { input_tokens: 3, output_tokens: 4 } });
+        return Response.json({
+          id: "m",
+          echo: key,
+          ...(state.quote ? { quote: state.quote } : {}),
+          usage: { input_tokens: 3, output_tokens: 4 },
+        });
       }
       const u = STREAM_USAGE;
       const text = sse([
@@ -192,6 +246,18 @@ export function startFakeUpstream(): FakeUpstream {
     requests,
     get cancelled() {
       return state.cancelled;
+    },
+    get validKeys() {
+      return state.validKeys;
+    },
+    set validKeys(v) {
+      state.validKeys = v;
+    },
+    get quote() {
+      return state.quote;
+    },
+    set quote(v) {
+      state.quote = v;
     },
     close: () => server.shutdown(),
   };

@@ -19,6 +19,7 @@ import {
   Policy,
   startProxy,
 } from "../../proxy/mod.ts";
+import type { Secret } from "../../proxy/mod.ts";
 import { loopbackListen } from "../helpers/proxy.ts";
 
 const CREDS = `
@@ -155,7 +156,9 @@ Deno.test({
           const ok = policy.route(req, who);
           assert.ok(
             ok.kind === "forward" &&
-              ok.ops.some((o) => o.op === "set" && o.value.reveal() === "sk-ant-api03-LIVE-other"),
+              ok.ops.some((o) =>
+                o.op === "set" && (o.value as Secret).reveal() === "sk-ant-api03-LIVE-other"
+              ),
           );
           let r = await home.isx(["proxy", "account", "set", inst, "claude=sub"]);
           assert.equal(r.code, 0, r.stderr);
@@ -173,7 +176,7 @@ Deno.test({
           assert.ok(
             tplOnly.kind === "forward" &&
               tplOnly.ops.some((o) =>
-                o.op === "set" && o.value.reveal() === "sk-ant-api03-LIVE-work"
+                o.op === "set" && (o.value as Secret).reveal() === "sk-ant-api03-LIVE-work"
               ),
           );
         },

@@ -19,7 +19,7 @@ import type { Clock } from "../../clock.ts";
 import type { ComposeFile, SandboxSpec } from "../spec/spec.ts";
 import { secretFileMode } from "../spec/parts.ts";
 import { ensureGuestDir } from "../instances/guest_dir.ts";
-import { checkHostFile } from "../resolve/protected.ts";
+import { checkHostFile } from "../../host_paths.ts";
 import { checkUnitValues, secretPath, secretTargetProblem } from "./_unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */

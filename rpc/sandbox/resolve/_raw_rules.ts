@@ -24,7 +24,7 @@
  */
 
 import { IsbError } from "../../errors.ts";
-import { checkHostPath, type HostPathContext } from "./protected.ts";
+import { checkHostPath, type HostPathContext } from "../../host_paths.ts";
 
 /** Device types a spec may add. */
 export const DEVICE_TYPES: readonly string[] = [

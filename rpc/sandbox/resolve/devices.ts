@@ -13,7 +13,7 @@ import type { NamedVolumeSpec } from "../spec/spec.ts";
 import { type MountSpec, normalTarget } from "../spec/mounts.ts";
 import { normalizeAddr, type PortSpec, splitAddr } from "../spec/ports.ts";
 import type { HostFacts } from "./host.ts";
-import { absoluteHostPath, checkHostPath, protectedHostPaths } from "./protected.ts";
+import { absoluteHostPath, checkHostPath, protectedHostPaths } from "../../host_paths.ts";
 import { type DeviceCheckContext, hostSocket, refuseRawProps } from "./_raw_rules.ts";
 import { pickPool } from "./host.ts";
 

@@ -11,7 +11,7 @@ import { parseSpec } from "../spec/spec.ts";
 import { testHost } from "../../../tests/helpers/host_facts.ts";
 import type { HostFacts } from "./host.ts";
 import { resolve } from "./resolve.ts";
-import { canonicalHostPath, checkHostPath, protectedHostPaths } from "./protected.ts";
+import { canonicalHostPath, checkHostPath, protectedHostPaths } from "../../host_paths.ts";
 
 const HOME = "/home/dev";
 /** Existing paths → their real path (`keys`, `h`, `dotssh` are symlinks). */

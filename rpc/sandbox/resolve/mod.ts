@@ -33,4 +33,4 @@ export {
   checkHostPath,
   type HostPathContext,
   protectedHostPaths,
-} from "./protected.ts";
+} from "../../host_paths.ts";
