@@ -17,3 +17,4 @@ export * from "./network.ts";
 export * from "./preflight.ts";
 export * from "./secret.ts";
 export * from "./shell.ts";
+export * from "./caller_grant.ts";
