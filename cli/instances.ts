@@ -170,9 +170,10 @@ function lifecycle(
     name,
     progs: ["isx"],
     summary,
-    help: `Usage: isx ${name} [--force]${
-      checked ? " [--no-preflight] [--mcp-client]" : ""
-    } <name>...\n\n${help}` +
+    help:
+      `Usage: isx ${name} [--force]${
+        checked ? " [--no-preflight] [--mcp-client]" : ""
+      } <name>...\n\n${help}` +
       `\n\nOptions:\n  --force          also act on instances isx did not make${flags}`,
     mode: () => "instances",
     run(rest, ctx) {

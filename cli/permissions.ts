@@ -78,8 +78,9 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     net: true,
     env: ["ISX_LOG", "ISX_GIT_SHA"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
-    // table (proxy/callers/guard.ts), written with `nft -f -`
-    run: ["gcloud", "nft"],
+    // table (proxy/callers/guard.ts), written with `nft -f -`; this program: a coordinator's
+    // `isx mcp --caller-instance`, under the mcp mode's grants (cli/mcp_child.ts)
+    run: ["gcloud", "nft", c.execPath],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity|dump|install|uninstall: pid/log files, the

@@ -24,6 +24,8 @@
  * - `callers/`: address → instance, identity and grants, the bridge guard, limits, the
  *   decision per request
  * - `host/`: the process: listeners, the ops port, DNS, the proxy-only bridge, run files
+ * - `mcp_endpoint/`: `https://mcp.isx.internal/mcp`, isx mcp for coordinator instances over
+ *   MCP's HTTP transport, relayed to one host `isx mcp --caller-instance` child each
  *
  * A module used only inside its folder has the `_` prefix (tests/import_graph_test.ts).
  *
@@ -38,3 +40,4 @@ export * from "./activity/mod.ts";
 export * from "./egress/mod.ts";
 export * from "./callers/mod.ts";
 export * from "./host/mod.ts";
+export * from "./mcp_endpoint/mod.ts";

@@ -346,7 +346,17 @@ Deno.test("an rpc/sandbox/ module only its own folder imports has the _ prefix",
  * engine's they are not layered: the relay, the callers and the policy use each other's
  * types both ways, so the fences here are the `_` prefix (test above) and the room itself.
  */
-const PROXY_FOLDERS = ["activity", "callers", "config", "egress", "host", "http1", "relay", "tls"];
+const PROXY_FOLDERS = [
+  "activity",
+  "callers",
+  "config",
+  "egress",
+  "host",
+  "http1",
+  "mcp_endpoint",
+  "relay",
+  "tls",
+];
 const PROXY = "proxy/";
 
 Deno.test("proxy/ holds only mod.ts beside its concern folders", () => {

@@ -15,4 +15,4 @@ export { engineTasks } from "./tasks.ts";
 export { type MarkGuard, sweepOrphans, type SweepOutcome } from "./sweep.ts";
 export * from "./sweeper.ts";
 export * from "./dormancy.ts";
-export { reholdSession, type ReholdOutcome } from "./rehold.ts";
+export { type ReholdOutcome, reholdSession } from "./rehold.ts";

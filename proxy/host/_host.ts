@@ -32,6 +32,7 @@ import { bridgeInfoOf, EgressListeners } from "../egress/serve.ts";
 import { type ProxyHandle, startProxy } from "./_start.ts";
 import { BridgeFollower, proxyOnlyGateway } from "./_proxy_only.ts";
 import { Policy } from "../config/policy.ts";
+import { type ChildSpec, MCP_HOST } from "../mcp_endpoint/mod.ts";
 
 /** Where `isx proxy` finds things. */
 export interface HostPaths {
@@ -72,6 +73,8 @@ export async function startHostProxy(
     shutdown?: { token: string; onShutdown: () => void };
     /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
     toolRules?: CustomRule[];
+    /** Serve isx mcp to coordinators at mcp.isx.internal, starting each one's child so. */
+    mcp?: ChildSpec;
   } = {},
 ): Promise<HostProxy> {
   const configPath = `${paths.configDir}/config.yaml`;
@@ -99,7 +102,8 @@ export async function startHostProxy(
       );
     }
     const policy = new Policy(creds, {
-      domains: config.domains,
+      // mcp.isx.internal: a leaf and the bridge's DNS, like an intercepted domain
+      domains: opts.mcp ? [...config.domains, MCP_HOST] : config.domains,
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
@@ -199,6 +203,7 @@ export async function startHostProxy(
         streamIdleMs: config.limits.stream_idle_timeout,
       },
       ...(opts.shutdown ? { shutdown: opts.shutdown } : {}),
+      ...(opts.mcp ? { mcp: { spec: opts.mcp } } : {}),
     });
     cleanup.unshift(() => handle.close());
     // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here

@@ -32,6 +32,7 @@ import type { Resolver } from "../egress/guard.ts";
 import type { HostNets } from "../egress/dial.ts";
 import { Handoff } from "../callers/handoff.ts";
 import { type ExtraListen, ExtraListens, listenOrThrow } from "./_extra_listens.ts";
+import { McpEndpoint, type McpEndpointOptions } from "../mcp_endpoint/mod.ts";
 
 export type { ExtraListen } from "./_extra_listens.ts";
 
@@ -83,6 +84,11 @@ export interface StartProxyOptions {
   resolve?: Resolver;
   /** Test only: the host's addresses and subnets (default: its interfaces). */
   hostNets?: () => HostNets;
+  /**
+   * Serve isx mcp to coordinators at `mcp.isx.internal` (the policy must intercept that
+   * name): how to start each one's `isx mcp --caller-instance` (proxy/mcp_endpoint/).
+   */
+  mcp?: Omit<McpEndpointOptions, "clients">;
 }
 
 /** A running proxy. */
@@ -106,6 +112,8 @@ export interface ProxyHandle {
   readonly caFingerprint: string;
   /** The `/health` body. */
   health(): Promise<HealthInfo>;
+  /** The coordinators' endpoint, when served. */
+  readonly mcp?: McpEndpoint;
   /** Stops every listener and connection. */
   close(): Promise<void>;
 }
@@ -132,7 +140,9 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   let intercept: InterceptServer | undefined;
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
+  const mcp = opts.mcp ? new McpEndpoint({ ...opts.mcp, clients: opts.clients }) : undefined;
   const interceptDeps = {
+    ...(mcp ? { mcp } : {}),
     limits,
     policy: opts.policy,
     clients: opts.clients,
@@ -233,6 +243,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       counter,
       caFingerprint: opts.ca.fingerprint,
       health,
+      ...(mcp ? { mcp } : {}),
       addListen: (at) => extras.add(at),
       removeListen: (hostname) => extras.remove(hostname),
       extraListens: () => extras.names(),
@@ -243,6 +254,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
           await fwd.shutdown();
           await icp.close();
           await Promise.all(servers.map((s) => s.finished));
+          await mcp?.close();
         })();
         return closed;
       },
@@ -253,6 +265,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     else forwardListener.close();
     await intercept?.close();
     await Promise.all(servers.map((s) => s.finished));
+    await mcp?.close();
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
   }
