@@ -29,6 +29,8 @@ export function mcpChildSpec(ctx: CliContext): ChildSpec {
     ISX_PROG: "isx",
   };
   if (ctx.env.ISX_GIT_SHA) env.ISX_GIT_SHA = ctx.env.ISX_GIT_SHA;
+  // the runtime's module cache, where it is not under the user's cache directory
+  if (ctx.env.DENO_DIR) env.DENO_DIR = ctx.env.DENO_DIR;
   if (p.incusConf) env.INCUS_CONF = p.incusConf;
   const compiled = !/\/deno$/.test(p.execPath);
   const run = compiled ? [] : [

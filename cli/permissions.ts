@@ -76,7 +76,8 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     ],
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
-    env: ["ISX_LOG", "ISX_GIT_SHA"],
+    // DENO_DIR: the module cache a coordinator's isx mcp child runs from (cli/mcp_child.ts)
+    env: ["ISX_LOG", "ISX_GIT_SHA", "DENO_DIR"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); nft: the bridge guard's
     // table (proxy/callers/guard.ts), written with `nft -f -`; this program: a coordinator's
     // `isx mcp --caller-instance`, under the mcp mode's grants (cli/mcp_child.ts)
