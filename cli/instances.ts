@@ -15,6 +15,7 @@ import {
   MCP_CALLER_STAMP,
   type NetworkMode,
   newGrant,
+  reconcileMcpClients,
   stampGrant,
   startIsxInstance,
   stopIsxInstance,
@@ -44,6 +45,11 @@ function names(positionals: string[], min = 1): string[] {
 }
 
 const NETWORKS = ["full", "proxy-only", "airgap"];
+
+/** `claude registered, opencode absent, …` for a registration report. */
+function registrationText(r: Record<string, string>): string {
+  return Object.entries(r).map(([agent, what]) => `${agent} ${what}`).join(", ") || "none";
+}
 
 /** `isx branch`. */
 export const branchCommand: Command = {
@@ -143,6 +149,7 @@ Options:
           `${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
             `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
         );
+        if (r.mcpClients) note(`isx: coordinator agents: ${registrationText(r.mcpClients)}`);
       }
       return 0;
     });
@@ -216,6 +223,10 @@ export const startCommand = lifecycle(
     // only the person grants it; kept across starts (the session is the instance)
     if (mcpClient) await stampGrant(c, n);
     const r = await startIsxInstance(c, n, { force });
+    // a running instance made a coordinator now: its agents learn the endpoint at once
+    if (mcpClient && r.alreadyRunning) {
+      note(`isx: coordinator agents: ${registrationText(await reconcileMcpClients(c, n, true))}`);
+    }
     const config = (await c.getInstance(n)).value.config;
     await repairCa(ctx, c, n, health, readStamps(config)[STAMP.caFingerprint]);
     return `${n}: ${r.alreadyRunning ? "already running" : "started"}${r.ip ? ` at ${r.ip}` : ""}`;

@@ -18,3 +18,4 @@ export * from "./preflight.ts";
 export * from "./secret.ts";
 export * from "./shell.ts";
 export * from "./caller_grant.ts";
+export * from "./mcp_client_reg.ts";

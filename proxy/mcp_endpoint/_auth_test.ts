@@ -110,4 +110,17 @@ Deno.test("instanceInfo and the registry give the grant only to a pinned isx ins
   assert.equal(plain?.name, "bb");
   assert.equal(plain?.mcpCaller, undefined);
   await reg.close();
+  // even a grant on record: an address the guest only reports never names a coordinator
+  const forged = {
+    ...info(inst({ name: "dddd", pinned: false })),
+    mcpCaller: GRANT,
+  };
+  const reg2 = new ClientRegistry({ listInstances: () => Promise.resolve([forged]) }, {
+    now: Date.now,
+  });
+  await reg2.refresh();
+  const f = await reg2.identify({ hostname: "10.0.0.4", port: 1 });
+  assert.equal(f?.name, "dddd");
+  assert.equal(f?.mcpCaller, undefined);
+  await reg2.close();
 });
