@@ -163,7 +163,7 @@ Deno.test({
     const incus = liveIncus();
     const made: string[] = [];
     const { name: bridge, gateway } = await makeBridge(incus);
-    const home = makeHome({ mcp: `templates: [${TEMPLATE}]\nmax-instances: 3\n` });
+    const home = makeHome({ mcp: `templates: [${TEMPLATE}, tpl-agents]\nmax-instances: 3\n` });
     const healthPort = 20000 + Math.floor(Math.random() * 20000);
     Deno.writeTextFileSync(
       `${home.configDir}/config.yaml`,
@@ -263,6 +263,16 @@ Deno.test({
             accept: "application/json",
           });
           assert.equal(((tools.json!.result as Json).tools as unknown[]).length, 17);
+          // which agents of a template can coordinate (Pi has no MCP client; Codex no file header)
+          const lt = await curl(incus, coord, {
+            body: callTool("list_templates"),
+            session,
+            accept: "application/json",
+          });
+          const by = Object.fromEntries(
+            (sc(lt).templates as Json[]).map((x) => [x.template, x.coordinate_agents]),
+          );
+          assert.deepEqual(by, { [TEMPLATE]: [], "tpl-agents": ["claude", "opencode"] });
           const pid = proxy.mcp!.childPid(coord);
           assert.ok(pid, "one isx mcp child runs for the coordinator");
         },
