@@ -29,7 +29,7 @@ import { mcpChildSpec } from "../cli/mcp_child.ts";
 import type { CliContext } from "../cli/command.ts";
 import { newGrant } from "../mcp/instances/caller_grant.ts";
 import { LIVE_SOCKET, liveIncus, removeInstance, testName } from "../tests/helpers/live.ts";
-import { launchPinned, TRUSTED_STAMPS } from "../tests/live/_pinned.ts";
+import { bridgeCidr, pickAddress, pinnedNic, takenAddresses } from "../mcp/instances/static_ip.ts";
 import { makeHome, mcpCommand } from "../tests/helpers/mcp.ts";
 import { ROOT, spawnProgram } from "../tests/helpers/spawn.ts";
 
@@ -95,19 +95,25 @@ async function hostCall(method: string, params: Record<string, unknown> = {}) {
 }
 
 try {
-  await applyDns(incus, bridge, { names: policy.dnsNames(), gateway });
+  await applyDns(incus, bridge, { names: [MCP_HOST], gateway });
   const coord = testName("coordb");
   made.push(coord);
   const secret = crypto.randomUUID();
-  await launchPinned(incus, coord, {
-    bridge,
-    image: "dev-base",
-    stamps: {
-      ...TRUSTED_STAMPS,
+  const address = pickAddress(await bridgeCidr(incus, bridge), await takenAddresses(incus, bridge));
+  await incus.createInstance({
+    name: coord,
+    source: { type: "image", alias: "dev-base" }, // curl (scripts/host-setup.sh)
+    config: {
+      "user.incus-spawn.type": "instance",
+      "user.incus-spawn.trusted": "true",
+      "user.incus-spawn.build-id": "bench",
+      "user.incus-spawn.static-ip": address,
       "user.incus-spawn.instance-secret-sha256": sha256Hex(secret),
       "user.incus-spawn.mcp-caller": newGrant(),
     },
-  });
+    devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: bridge }, address) },
+    start: true,
+  }, { step: `launch ${coord}` });
   await incus.pushFile(coord, "/usr/local/share/ca-certificates/isx-b.crt", ca.certPem, {
     step: "push CA",
     mode: 0o644,

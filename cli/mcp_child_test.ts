@@ -3,7 +3,7 @@ import { mcpChildSpec } from "./mcp_child.ts";
 import { CTX } from "./_perm_fixture.ts";
 import { contextFrom } from "./permissions.ts";
 import type { CliContext } from "./command.ts";
-import { spawnChild } from "../proxy/mcp_endpoint/_child.ts";
+import { spawnChild } from "../proxy/mod.ts";
 
 function ctx(perm = CTX, env: Record<string, string> = {}): CliContext {
   return { prog: "isx", global: { socket: perm.socket }, perm, env } as unknown as CliContext;

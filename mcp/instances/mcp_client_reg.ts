@@ -42,14 +42,15 @@ export type RegistrationReport = Record<string, string>;
 export const OPENCODE_EDIT = String.raw`
 const fs = require("fs"), path = require("path");
 const [mode, file, url, secretPath] = process.argv.slice(1);
+const out = (s) => process.stdout.write(s + "\n");
 let target = file;
 try { target = fs.realpathSync(file); } catch (_) { /* missing: created below */ }
 let cfg = {};
 let text;
 try { text = fs.readFileSync(target, "utf8"); } catch (_) { text = undefined; }
 if (text !== undefined && text.trim() !== "") {
-  try { cfg = JSON.parse(text); } catch (_) { console.log("left: not JSON"); process.exit(0); }
-  if (!cfg || typeof cfg !== "object" || Array.isArray(cfg)) { console.log("left: not an object"); process.exit(0); }
+  try { cfg = JSON.parse(text); } catch (_) { out("left: not JSON"); process.exit(0); }
+  if (!cfg || typeof cfg !== "object" || Array.isArray(cfg)) { out("left: not an object"); process.exit(0); }
 }
 if (mode === "add") {
   cfg.mcp = cfg.mcp && typeof cfg.mcp === "object" ? cfg.mcp : {};
@@ -57,7 +58,7 @@ if (mode === "add") {
     headers: { "X-Isx-Instance-Secret": "{file:" + secretPath + "}" } };
   if (!cfg.$schema) cfg.$schema = "https://opencode.ai/config.json";
 } else {
-  if (text === undefined || !cfg.mcp || !cfg.mcp.isx) { console.log("removed"); process.exit(0); }
+  if (text === undefined || !cfg.mcp || !cfg.mcp.isx) { out("removed"); process.exit(0); }
   delete cfg.mcp.isx;
   if (Object.keys(cfg.mcp).length === 0) delete cfg.mcp;
 }
@@ -65,7 +66,7 @@ fs.mkdirSync(path.dirname(target), { recursive: true });
 const tmp = target + ".isx-tmp";
 fs.writeFileSync(tmp, JSON.stringify(cfg, null, 2) + "\n", { mode: 0o600 });
 fs.renameSync(tmp, target);
-console.log(mode === "add" ? "registered" : "removed");
+out(mode === "add" ? "registered" : "removed");
 `;
 
 /** The guest script: `$1` is add or remove; constants come in the environment. */

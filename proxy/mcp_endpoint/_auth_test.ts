@@ -64,9 +64,13 @@ Deno.test("admitCoordinator refuses every other caller with 403 and a reason", (
 });
 
 Deno.test("instanceInfo and the registry give the grant only to a pinned isx instance, by its configured address", async () => {
-  const { instanceInfo, PIN_FILTERS } = await import("../callers/_identity.ts");
-  const { ClientRegistry } = await import("../callers/clients.ts");
-  const pinned = Object.fromEntries(PIN_FILTERS.map((k) => [k, "true"]));
+  const { ClientRegistry, instanceInfo } = await import("../callers/clients.ts");
+  const pinned = Object.fromEntries(
+    ["security.ipv4_filtering", "security.ipv6_filtering", "security.mac_filtering"].map((k) => [
+      k,
+      "true",
+    ]),
+  );
   const inst = (o: { name: string; pinned: boolean; type?: string; reported?: string }) => ({
     name: o.name,
     created_at: "2026-12-01T00:00:00Z",

@@ -23,6 +23,7 @@ import type { ChildSpec } from "./_child.ts";
 
 export { MCP_HOST, MCP_PATH };
 export type { ChildSpec };
+export { spawnChild } from "./_child.ts";
 
 function plain(status: number, text: string): Response {
   return new Response(`isx-proxy: ${text}\n`, {

@@ -13,7 +13,21 @@
  */
 
 import assert from "node:assert/strict";
-import { branchInstance, execRecorded, readStamps } from "../../mcp/mod.ts";
+import { copyConfig, execRecorded, readStamps } from "../../mcp/mod.ts";
+import {
+  deliverSecret,
+  InstanceSecret,
+  reconcileMcpClients,
+  type RegistrationReport,
+} from "../../mcp/instances/mod.ts";
+import {
+  bridgeCidr,
+  pickAddress,
+  pinnedNic,
+  takenAddresses,
+} from "../../mcp/instances/static_ip.ts";
+import { retargetGuestProxy } from "../../mcp/instances/retarget.ts";
+import { addressOf } from "./_pinned.ts";
 import { newGrant } from "../../mcp/instances/caller_grant.ts";
 import {
   ClientRegistry,
@@ -91,6 +105,45 @@ Deno.test({
       clients: registry,
       mcp: { spec: mcpChildSpec(ctx) },
     });
+    /**
+     * A copy of `source` on this test's bridge, started with a fresh secret, as isx branch
+     * makes it (stamps of the source unset unless stamped, a pinned NIC), then its agents
+     * reconciled as branchInstance does on a start: registered for a coordinator, removed
+     * for a copy of one. (isx branch itself keeps a full instance on the template's bridge,
+     * the user's; this test stays on its own.)
+     */
+    const copy = async (
+      name: string,
+      source: string,
+      stamps: Record<string, string>,
+    ): Promise<RegistrationReport> => {
+      made.push(name);
+      const src = (await incus.getInstance(source)).value;
+      const address = pickAddress(
+        await bridgeCidr(incus, bridge),
+        await takenAddresses(incus, bridge),
+      );
+      const secret = InstanceSecret.generate();
+      await incus.createInstance({
+        name,
+        source: { type: "copy", source, instance_only: true },
+        config: copyConfig(src.config, {
+          type: "instance",
+          profile: AGENTS_TEMPLATE,
+          trusted: "true",
+          "build-id": "live-test",
+          "static-ip": address,
+          "instance-secret-sha256": secret.sha256,
+          ...stamps,
+        }),
+        devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: bridge }, address) },
+      }, { step: `copy ${source} to ${name}` });
+      await retargetGuestProxy(incus, name, gateway);
+      await incus.startInstance(name, { step: `start ${name}` });
+      await Promise.all([deliverSecret(incus, name, secret), addressOf(incus, name)]);
+      const grant = stamps["mcp-caller"];
+      return await reconcileMcpClients(incus, name, grant !== undefined);
+    };
     const user = (name: string, script: string) =>
       execRecorded(incus, name, ["bash", "-lc", script], { step: "agentuser", user: AGENT });
     const trust = async (name: string) => {
@@ -103,20 +156,14 @@ Deno.test({
       assert.equal(r.exitCode, 0, r.stdout + r.stderr);
     };
     try {
-      await applyDns(incus, bridge, { names: policy.dnsNames(), gateway });
+      await applyDns(incus, bridge, { names: [MCP_HOST], gateway });
       const coord = testName("coorda");
       made.push(coord);
-      const r = await branchInstance(incus, {
-        name: coord,
-        template: AGENTS_TEMPLATE,
-        proxy: { bridge },
-        network: "full",
-        stamps: { "mcp-caller": newGrant() },
-      });
+      const r = await copy(coord, AGENTS_TEMPLATE, { "mcp-caller": newGrant() });
       await t.step("its start registered Claude Code and opencode, and said why not Codex", () => {
-        assert.equal(r.mcpClients?.claude, "registered", JSON.stringify(r.mcpClients));
-        assert.equal(r.mcpClients?.opencode, "registered", JSON.stringify(r.mcpClients));
-        assert.match(r.mcpClients?.codex ?? "", /^left: /);
+        assert.equal(r.claude, "registered", JSON.stringify(r));
+        assert.equal(r.opencode, "registered", JSON.stringify(r));
+        assert.match(r.codex ?? "", /^left: /);
       });
       await trust(coord);
       await registry.refresh();
@@ -136,7 +183,7 @@ Deno.test({
         const o = await user(coord, "claude mcp list 2>&1");
         assert.match(
           o.stdout,
-          /isx: https:\/\/mcp\.isx\.internal\/mcp \(HTTP\) - ✓ Connected/,
+          /isx: https:\/\/mcp\.isx\.internal\/mcp \(HTTP\) - [✓✔] Connected/,
           o.stdout,
         );
       });
@@ -145,16 +192,10 @@ Deno.test({
         async () => {
           await incus.stopInstance(coord, { step: `stop ${coord}`, force: true });
           const fork = testName("coorda");
-          made.push(fork);
-          const f = await branchInstance(incus, {
-            name: fork,
-            template: AGENTS_TEMPLATE,
-            from: coord,
-            proxy: { bridge },
-            network: "full",
-          });
-          assert.equal(f.mcpClients?.claude, "removed", JSON.stringify(f.mcpClients));
-          assert.equal(f.mcpClients?.opencode, "removed", JSON.stringify(f.mcpClients));
+          // a copy of the stopped coordinator, stamped as every isx copy (no grant)
+          const f = await copy(fork, coord, {});
+          assert.equal(f.claude, "removed", JSON.stringify(f));
+          assert.equal(f.opencode, "removed", JSON.stringify(f));
           assert.equal(
             readStamps((await incus.getInstance(fork)).value.config)["mcp-caller"] ?? "",
             "",

@@ -237,7 +237,7 @@ Deno.test({
       assert.equal(r.exitCode, 0, `${name}: ${r.stdout}${r.stderr}`);
     };
     try {
-      await applyDns(incus, bridge, { names: policy.dnsNames(), gateway });
+      await applyDns(incus, bridge, { names: [MCP_HOST], gateway });
       const grant = newGrant();
       const coord = testName("coord");
       const plain = testName("coord");

@@ -1,3 +1,0 @@
-import { ensureTemplate } from "./helpers/_agents_template.ts";
-await ensureTemplate();
-console.log("built");
