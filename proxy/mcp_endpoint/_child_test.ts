@@ -3,6 +3,8 @@ import { spawnChild } from "./_child.ts";
 
 Deno.test("spawnChild relays JSON lines both ways, in a clean environment", async () => {
   const got: Record<string, unknown>[] = [];
+  // a variable of this process must not reach the child
+  Deno.env.set("ISX_CHILD_PROBE", "leaked");
   const child = spawnChild(
     {
       command: "/usr/bin/bash",
