@@ -18,6 +18,7 @@
  * @module
  */
 
+import { hasCode } from "../rpc/base.ts";
 import { parseArgs } from "node:util";
 import { execRecorded, readStamps } from "../mcp/mod.ts";
 import { ClientRegistry, incusSource, loadCa, MCP_HOST, Policy, startProxy } from "../proxy/mod.ts";
@@ -245,6 +246,14 @@ cat /tmp/out-0
     }
   }
   for (const n of made) await removeInstance(incus, n).catch(() => {});
-  await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+  // a just-deleted instance may hold the bridge a moment longer
+  for (let i = 0; i < 30; i++) {
+    const gone = await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).then(
+      () => true,
+      (e) => hasCode(e, "not_found"),
+    );
+    if (gone) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   incus.close();
 }

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { hasCode } from "../../rpc/base.ts";
 import assert from "node:assert/strict";
 import { copyConfig, execRecorded, readStamps } from "../../mcp/mod.ts";
 import {
@@ -210,7 +211,15 @@ Deno.test({
       await proxy.close().catch(() => {});
       await registry.close();
       for (const n of made) await removeInstance(incus, n).catch(() => {});
-      await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+      // a just-deleted instance may hold the bridge a moment longer
+      for (let i = 0; i < 30; i++) {
+        const gone = await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).then(
+          () => true,
+          (e) => hasCode(e, "not_found"),
+        );
+        if (gone) break;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
       incus.close();
     }
   },

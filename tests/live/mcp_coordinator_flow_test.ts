@@ -13,6 +13,7 @@
  * @module
  */
 
+import { hasCode } from "../../rpc/base.ts";
 import assert from "node:assert/strict";
 import { copyConfig, execRecorded, readStamps } from "../../mcp/mod.ts";
 import { deliverSecret, InstanceSecret, reconcileMcpClients } from "../../mcp/instances/mod.ts";
@@ -270,7 +271,15 @@ Deno.test({
         if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${home.stateDir}`)) made.push(i.name);
       }
       for (const n of made) await removeInstance(incus, n).catch(() => {});
-      await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+      // a just-deleted instance may hold the bridge a moment longer
+      for (let i = 0; i < 30; i++) {
+        const gone = await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).then(
+          () => true,
+          (e) => hasCode(e, "not_found"),
+        );
+        if (gone) break;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
       incus.close();
     }
   },

@@ -15,6 +15,7 @@
  * @module
  */
 
+import { hasCode } from "../../rpc/base.ts";
 import assert from "node:assert/strict";
 import { type IncusClient } from "../../rpc/mod.ts";
 import { copyConfig, execRecorded, readStamps } from "../../mcp/mod.ts";
@@ -555,7 +556,15 @@ Deno.test({
         }
       }
       for (const n of made) await removeInstance(incus, n).catch(() => {});
-      await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).catch(() => {});
+      // a just-deleted instance may hold the bridge a moment longer
+      for (let i = 0; i < 30; i++) {
+        const gone = await incus.deleteNetwork(bridge, { step: `delete ${bridge}` }).then(
+          () => true,
+          (e) => hasCode(e, "not_found"),
+        );
+        if (gone) break;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
       incus.close();
     }
   },
