@@ -249,6 +249,7 @@ Deno.test({
       await registry.refresh();
       let session = "";
       let worker = "";
+      let cut = "";
 
       await t.step(
         "the coordinator initializes, lists 17 tools, and its session is the instance",
@@ -422,7 +423,7 @@ Deno.test({
           });
           assert.equal(killed.rc, 28, `curl gave up mid-call: ${killed.body}`);
           // and a create_instance whose connection dies while the copy is under way
-          const cut = await curl(incus, coord, {
+          const cutting = await curl(incus, coord, {
             body: callTool("create_instance", {
               template: TEMPLATE,
               name_hint: "coord",
@@ -432,7 +433,7 @@ Deno.test({
             accept: "application/json, text/event-stream",
             maxTime: 2,
           });
-          assert.equal(cut.rc, 28, `curl gave up mid-create: ${cut.body}`);
+          assert.equal(cutting.rc, 28, `curl gave up mid-create: ${cutting.body}`);
           // the call went on in the child: the connection is not the session
           await until("the abandoned call to finish", async () => {
             const x = await execRecorded(incus, worker, ["test", "-e", "/tmp/finished"], {
@@ -451,6 +452,7 @@ Deno.test({
             return undefined;
           }, 180_000);
           made.push(cutName);
+          cut = cutName;
           await until("the cut create to be logged as done", () => {
             const log = Deno.readTextFileSync(`${home.stateDir}/mcp/mcp.log`);
             // the first worker's line and the cut one's
@@ -544,6 +546,26 @@ Deno.test({
           }
           const del = await curl(incus, coord, { method: "DELETE", session });
           assert.equal(del.status, 204, del.body);
+        },
+      );
+
+      await t.step(
+        "approval withdrawn: the next session releases what it held of that template",
+        async () => {
+          Deno.writeTextFileSync(`${home.configDir}/mcp.yaml`, "templates: [tpl-agents]\n");
+          const r = await curl(incus, coord, { body: INIT(), accept: "application/json" });
+          session = r.headers["mcp-session-id"]!;
+          const list = await curl(incus, coord, {
+            body: callTool("list_instances"),
+            session,
+            accept: "application/json",
+          });
+          const entry = (sc(list).instances as Json[]).find((i) => i.instance === cut);
+          assert.equal(entry?.state, "orphaned", list.body);
+          const st = readStamps((await incus.getInstance(cut)).value.config);
+          assert.match(st["mcp-orphaned"] ?? "", new RegExp(` instance:${coord}:${grant}$`));
+          const log = Deno.readTextFileSync(`${home.stateDir}/mcp/mcp.log`);
+          assert.match(log, new RegExp(`tool=rehold instance=${cut} outcome=released`));
         },
       );
     } finally {
