@@ -12,7 +12,11 @@ import {
   branchDefaults,
   branchInstance,
   destroyIsxInstance,
+  MCP_CALLER_STAMP,
   type NetworkMode,
+  newGrant,
+  reconcileMcpClients,
+  stampGrant,
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/instances/mod.ts";
@@ -42,13 +46,18 @@ function names(positionals: string[], min = 1): string[] {
 
 const NETWORKS = ["full", "proxy-only", "airgap"];
 
+/** `claude registered, opencode absent, …` for a registration report. */
+function registrationText(r: Record<string, string>): string {
+  return Object.entries(r).map(([agent, what]) => `${agent} ${what}`).join(", ") || "none";
+}
+
 /** `isx branch`. */
 export const branchCommand: Command = {
   name: "branch",
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
   help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
-                  [--account NS=NAME ...] [--json] [--no-preflight]
+                  [--account NS=NAME ...] [--mcp-client] [--json] [--no-preflight]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
 waits for its address.
@@ -72,6 +81,9 @@ Options:
   --network MODE    override the template's network mode
   --account NS=NAME pin the proxy account of a namespace (claude, openai, github; may
                     repeat); see isx proxy account --help
+  --mcp-client      make it a coordinator: the agent inside may drive isx mcp over
+                    https://mcp.isx.internal/mcp through the proxy (stamp mcp-caller;
+                    a copy of it never is one); see docs/mcp.md
   --json            print the result as JSON
   --no-preflight    skip the refusals (the CA repair still runs when the proxy answers)`,
   mode: () => "instances",
@@ -81,6 +93,7 @@ Options:
       network: { type: "string" },
       account: { type: "string", multiple: true },
       json: { type: "boolean" },
+      "mcp-client": { type: "boolean" },
       "no-preflight": { type: "boolean" },
     });
     let accounts: Record<string, string> = {};
@@ -127,7 +140,11 @@ Options:
         network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
         ...(d.limits ? { limits: d.limits } : {}),
         accounts,
-        ...(trusted ? { stamps: { [STAMP.caFingerprint]: trusted } } : {}),
+        stamps: {
+          ...(trusted ? { [STAMP.caFingerprint]: trusted } : {}),
+          // only the person grants it, here or with isx start --mcp-client (issue 20)
+          ...(values["mcp-client"] ? { [MCP_CALLER_STAMP]: newGrant() } : {}),
+        },
       });
       if (await repairCa(ctx, client, r.name, health, trusted)) {
         note(`isx: ${values.from} still trusts its build-time CA: isx build ${values.from}`);
@@ -138,6 +155,7 @@ Options:
           `${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
             `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
         );
+        if (r.mcpClients) note(`isx: coordinator agents: ${registrationText(r.mcpClients)}`);
       }
       return 0;
     });
@@ -147,7 +165,7 @@ Options:
 type Act = (
   c: IncusClient,
   n: string,
-  o: { force: boolean; ctx: CliContext; health: ProxyHealth | undefined },
+  o: { force: boolean; ctx: CliContext; health: ProxyHealth | undefined; mcpClient: boolean },
 ) => Promise<string>;
 
 function lifecycle(
@@ -158,19 +176,28 @@ function lifecycle(
   checked = false,
 ): Command {
   const flags = checked
-    ? "\n  --no-preflight   skip the refusals (the CA repair still runs when the proxy answers)"
+    ? "\n  --no-preflight   skip the refusals (the CA repair still runs when the proxy answers)" +
+      "\n  --mcp-client     make it a coordinator first (stamp mcp-caller; kept when it has one)"
     : "";
   return {
     name,
     progs: ["isx"],
     summary,
-    help: `Usage: isx ${name} [--force]${checked ? " [--no-preflight]" : ""} <name>...\n\n${help}` +
+    help:
+      `Usage: isx ${name} [--force]${
+        checked ? " [--no-preflight] [--mcp-client]" : ""
+      } <name>...\n\n${help}` +
       `\n\nOptions:\n  --force          also act on instances isx did not make${flags}`,
     mode: () => "instances",
     run(rest, ctx) {
       const { values, positionals } = parseCommandArgs(rest, {
         force: { type: "boolean" },
-        ...(checked ? { "no-preflight": { type: "boolean" as const } } : {}),
+        ...(checked
+          ? {
+            "no-preflight": { type: "boolean" as const },
+            "mcp-client": { type: "boolean" as const },
+          }
+          : {}),
       });
       const list = names(positionals);
       return withClient(ctx, async (client) => {
@@ -181,7 +208,8 @@ function lifecycle(
           })
           : undefined;
         for (const n of list) {
-          out(await act(client, n, { force: values.force ?? false, ctx, health }));
+          const mcpClient = (values as { "mcp-client"?: boolean })["mcp-client"] === true;
+          out(await act(client, n, { force: values.force ?? false, ctx, health, mcpClient }));
         }
         return 0;
       });
@@ -197,8 +225,14 @@ export const startCommand = lifecycle(
     "(readable by agentuser only) and records its hash on the instance. Like isx branch,\n" +
     "it first refuses when the proxy is down or stale (exit 7, naming the fix), and repairs\n" +
     "the guest's trust store when the proxy now signs with another CA.",
-  async (c, n, { force, ctx, health }) => {
+  async (c, n, { force, ctx, health, mcpClient }) => {
+    // only the person grants it; kept across starts (the session is the instance)
+    if (mcpClient) await stampGrant(c, n);
     const r = await startIsxInstance(c, n, { force });
+    // a running instance made a coordinator now: its agents learn the endpoint at once
+    if (mcpClient && r.alreadyRunning) {
+      note(`isx: coordinator agents: ${registrationText(await reconcileMcpClients(c, n, true))}`);
+    }
     const config = (await c.getInstance(n)).value.config;
     await repairCa(ctx, c, n, health, readStamps(config)[STAMP.caFingerprint]);
     return `${n}: ${r.alreadyRunning ? "already running" : "started"}${r.ip ? ` at ${r.ip}` : ""}`;

@@ -23,7 +23,7 @@ export const mcpCommand: Command = {
   name: "mcp",
   progs: ["isx"],
   summary: "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",
-  help: `Usage: isx mcp [--no-preflight]
+  help: `Usage: isx mcp [--no-preflight] [--caller-instance NAME]
 
 Serves the Model Context Protocol on stdin/stdout (one JSON-RPC message per line), for an
 agent on this host or a program of your own. Both MCP eras are answered: clients that
@@ -47,14 +47,23 @@ logged to ~/.local/state/isx/mcp/mcp.log, credentials scrubbed. See docs/mcp.md.
 
 Options:
   --no-preflight   create and start instances even when the proxy cannot serve them (as
-                   isx branch --no-preflight; the CA repair still runs when it answers)`,
+                   isx branch --no-preflight; the CA repair still runs when it answers)
+  --caller-instance NAME
+                   serve the coordinator NAME (isx branch --mcp-client): the proxy starts
+                   this for the agent inside it; the session is the instance
+                   (instance:NAME:<grant>), so the end of input releases nothing`,
   mode: () => "mcp",
   async run(rest, ctx) {
     const { values, positionals } = parseCommandArgs(rest, {
       "no-preflight": { type: "boolean" },
+      "caller-instance": { type: "string" },
     });
     const skip = values["no-preflight"] === true;
     if (positionals.length) throw new UsageError("isx mcp takes no arguments");
+    const caller = values["caller-instance"];
+    if (caller !== undefined && !/^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$/.test(caller)) {
+      throw new UsageError(`--caller-instance: "${caller}" is not an instance name`);
+    }
     // the backend loads after the handshake and tools/list are answered (issue 11); one that
     // cannot open (a bad --remote, say) ends the process with its error
     let opened: Promise<McpProcessBackend> | undefined;
@@ -74,7 +83,7 @@ Options:
       }, new Date()));
     const backend = () => {
       opened ??= importModule<{ openMcpBackend: typeof openMcpBackend }>("mcp_backend.ts")
-        .then((m) => m.openMcpBackend(ctx, skip, id));
+        .then((m) => m.openMcpBackend(ctx, skip, { sessionId: id, ...(caller ? { caller } : {}) }));
       opened.catch((error) => {
         failure ??= { error };
         void server.shutdown();

@@ -17,6 +17,7 @@ import {
   mcpOwner,
   newSessionId,
   readMcpConfig,
+  reholdSession,
   Session,
   SessionLocks,
   SWEEP_STOP_WAIT_MS,
@@ -28,7 +29,9 @@ import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { callTool } from "../mcp/tools/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { loadProxyConfig } from "../proxy/config/host_config.ts";
-import { createIncusClient } from "../rpc/base.ts";
+import { createIncusClient, IsbError } from "../rpc/base.ts";
+import { coordinatorSession, grantOf } from "../mcp/instances/mod.ts";
+import { readStamps } from "../mcp/host/mod.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
 import type { CliContext } from "./command.ts";
 import { incusOptions } from "./incus_remote.ts";
@@ -41,12 +44,31 @@ export interface McpProcessBackend extends McpBackend {
   close(): void;
 }
 
-/** Opens the backend of `isx mcp` (`skip`: `--no-preflight`; `sessionId`: given by cli/mcp.ts). */
-export function openMcpBackend(
+/**
+ * The session id of `isx mcp --caller-instance <name>`: the coordinator's grant as Incus
+ * holds it now; an instance without one is refused (the proxy checked it too).
+ */
+async function coordinatorId(client: ReturnType<typeof createIncusClient>, name: string) {
+  const grant = grantOf(readStamps((await client.getInstance(name)).value.config));
+  if (!grant) {
+    throw new IsbError(
+      "forbidden",
+      `serve coordinator "${name}": it has no mcp-caller grant (isx branch --mcp-client)`,
+    );
+  }
+  return coordinatorSession(name, grant);
+}
+
+/**
+ * Opens the backend of `isx mcp` (`skip`: `--no-preflight`; `sessionId`: given by cli/mcp.ts;
+ * `caller`: the coordinator served, `--caller-instance`, whose session is the instance).
+ */
+export async function openMcpBackend(
   ctx: CliContext,
   skip: boolean,
-  sessionId?: string,
-): McpProcessBackend {
+  opts: { sessionId?: string; caller?: string } = {},
+): Promise<McpProcessBackend> {
+  const { sessionId, caller } = opts;
   const { configDir, stateDir, home, cwd } = ctx.perm;
   const client = createIncusClient({
     ...incusOptions(ctx),
@@ -55,7 +77,12 @@ export function openMcpBackend(
   });
   const proxyConfig = () => loadProxyConfig(`${configDir}/config.yaml`);
   const tasks = engineTasks(createTaskEngine({ incus: client }));
-  const id = sessionId ?? newSessionId(Deno.pid, Date.now());
+  const id = caller
+    ? await coordinatorId(client, caller).catch((e) => {
+      client.close();
+      throw e;
+    })
+    : sessionId ?? newSessionId(Deno.pid, Date.now());
   // liveness: this process holds a lock on its session file until it dies
   // (mcp/host/session_locks.ts)
   const locks = new SessionLocks(`${stateDir}/mcp/sessions`);
@@ -110,10 +137,11 @@ export function openMcpBackend(
     audit: fileAuditor(`${stateDir}/mcp/mcp.log`),
     alive: (other) => locks.alive(other),
     id,
+    ...(caller ? { keepOnEnd: true } : {}),
     // the host user, and the state dir whose session locks tell its sessions' liveness
     owner: mcpOwner(Deno.uid() ?? 0, stateDir),
     pid: Deno.pid,
-    cwd,
+    cwd: caller ? `instance:${caller}` : cwd,
     now: () => Date.now(),
     reportTask: taskReporter(stateDir, proxyConfig),
     sleep: (ms, signal) =>
@@ -135,6 +163,12 @@ export function openMcpBackend(
   const sweeper = new Sweeper((guard) =>
     session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
   );
+  // a coordinator holds again what it held, before any tool answers (§10)
+  if (caller) {
+    await reholdSession(session).catch((e) =>
+      session.audit({ tool: "rehold", outcome: `failed: ${(e as Error).message}`, ms: 0 })
+    );
+  }
   return {
     session,
     callTool,

@@ -94,11 +94,13 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     ],
     write: [c.socket, `${c.stateDir}/ca`, `${c.stateDir}/proxy`],
     net: true,
-    env: ["ISX_LOG", "ISX_GIT_SHA"],
+    // DENO_DIR: the module cache a coordinator's isx mcp child runs from (cli/mcp_child.ts)
+    env: ["ISX_LOG", "ISX_GIT_SHA", "DENO_DIR"],
     // gcloud: Vertex access tokens (credentials.yaml token_command); the password managers'
     // and token CLIs a credential's `command:` may name (docs/proxy.md); nft: the bridge
-    // guard's table (proxy/callers/guard.ts), written with `nft -f -`
-    run: ["gcloud", ...CREDENTIAL_PROGRAMS, "nft"],
+    // guard's table (proxy/callers/guard.ts), written with `nft -f -`; this program: a
+    // coordinator's `isx mcp --caller-instance`, under the mcp mode's grants (cli/mcp_child.ts)
+    run: ["gcloud", ...CREDENTIAL_PROGRAMS, "nft", c.execPath],
     sys: ["uid", "hostname", "networkInterfaces"],
   }),
   // isx proxy start|stop|status|logs|activity|dump|install|uninstall and isx dashboard

@@ -25,6 +25,7 @@ import { isLogLevel, log, setLogLevel, setLogSink } from "../rpc/log.ts";
 import { parseYaml } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
 import { incusOptions } from "./incus_options.ts";
+import { mcpChildSpec } from "./mcp_child.ts";
 import type { Values } from "./proxy_view.ts";
 
 const enc = new TextEncoder();
@@ -108,7 +109,12 @@ export async function runForeground(ctx: CliContext, values: Values): Promise<nu
       socket: ctx.global.socket,
       incus: incusOptions(ctx),
       gitSha: ctx.env.ISX_GIT_SHA || null,
-    }, { shutdown: { token, onShutdown: () => stop() }, toolRules: await toolRules(ctx) });
+    }, {
+      shutdown: { token, onShutdown: () => stop() },
+      toolRules: await toolRules(ctx),
+      // coordinators reach isx mcp at mcp.isx.internal (issue 20)
+      mcp: mcpChildSpec(ctx),
+    });
   } catch (e) {
     // `isx proxy start` shows this line: the background proxy's stderr goes nowhere
     log.error("proxy: start failed", { error: (e as Error).message });

@@ -25,6 +25,8 @@
  *   decision per request
  * - `host/`: the process: listeners, the ops port, DNS, the proxy-only bridge, run files
  * - `dashboard/`: the host-only live page on the ops port (`isx dashboard`), read-only
+ * - `mcp_endpoint/`: `https://mcp.isx.internal/mcp`, isx mcp for coordinator instances over
+ *   MCP's HTTP transport, relayed to one host `isx mcp --caller-instance` child each
  *
  * A module used only inside its folder has the `_` prefix (tests/import_graph_test.ts).
  *
@@ -40,3 +42,4 @@ export * from "./egress/mod.ts";
 export * from "./callers/mod.ts";
 export * from "./host/mod.ts";
 export * from "./dashboard/mod.ts";
+export * from "./mcp_endpoint/mod.ts";

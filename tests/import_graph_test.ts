@@ -356,6 +356,7 @@ const PROXY_FOLDERS = [
   "egress",
   "host",
   "http1",
+  "mcp_endpoint",
   "relay",
   "tls",
 ];

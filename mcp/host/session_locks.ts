@@ -12,7 +12,9 @@
  * @module
  */
 
-const ID_RE = /^\d+-\d+$/;
+// a host process's `<pid>-<start>`, or a coordinator's `instance:<name>:<grant>` (its one
+// `isx mcp --caller-instance` child holds the lock while it runs; mcp/instances/caller_grant.ts)
+const ID_RE = /^(?:\d+-\d+|instance:[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[0-9a-f]{32})$/;
 
 /** The `mcp-owner` stamp: the host user and the state directory whose sessions are its. */
 export function mcpOwner(uid: number, stateDir: string): string {

@@ -18,6 +18,8 @@ import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts"
 import { retargetGuestProxy } from "./retarget.ts";
 import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
 import { type PinPlan, planPin, startPinned } from "./static_ip.ts";
+import { grantOf } from "./caller_grant.ts";
+import { reconcileMcpClients, type RegistrationReport } from "./mcp_client_reg.ts";
 
 /** Resource limits of an instance. */
 export type Limits = NonNullable<TemplateDef["limits"]>;
@@ -58,6 +60,8 @@ export interface BranchResult {
   ip?: string;
   /** Milliseconds it took. */
   ms: number;
+  /** A coordinator's agent registrations, or a copy's removal of them (issue 20). */
+  mcpClients?: RegistrationReport;
 }
 
 /** The network mode and limits the current definitions give a template (if defined). */
@@ -189,12 +193,18 @@ export async function branchInstance(
     ]);
   } catch (e) {
     // a branch that cannot start is useless: remove it rather than leave a half-made one
+    // (registering a coordinator's agents below never throws: the next start tries again)
     await client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }).catch(
       () => {},
     );
     await client.deleteInstance(opts.name, { step: `delete ${opts.name}` }).catch(() => {});
     throw e;
   }
+  // a coordinator's agents learn the endpoint; a copy of one (a fork) loses it on this start
+  const coordinator = grantOf(stamps) !== undefined;
+  const mcpClients = coordinator || opts.from
+    ? await reconcileMcpClients(client, opts.name, coordinator)
+    : undefined;
   return {
     name: opts.name,
     template: opts.template,
@@ -202,5 +212,6 @@ export async function branchInstance(
     workdir,
     ...(ip ? { ip } : {}),
     ms: Date.now() - started,
+    ...(mcpClients ? { mcpClients } : {}),
   };
 }

@@ -11,6 +11,8 @@ import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { deliverSecret, restampSecret } from "./secret.ts";
+import { grantOf } from "./caller_grant.ts";
+import { reconcileMcpClients } from "./mcp_client_reg.ts";
 
 async function getOwned(client: IncusClient, name: string, force: boolean): Promise<Instance> {
   let inst: Instance;
@@ -62,6 +64,8 @@ export async function startIsxInstance(
     deliverSecret(client, name, secret),
     wantIp ? waitForIpv4(client, name) : Promise.resolve(undefined),
   ]);
+  // on every start of a coordinator its agents are registered again (issue 20)
+  if (grantOf(stamps)) await reconcileMcpClients(client, name, true);
   return { ...(ip ? { ip } : {}), alreadyRunning: false };
 }
 

@@ -17,3 +17,5 @@ export * from "./network.ts";
 export * from "./preflight.ts";
 export * from "./secret.ts";
 export * from "./shell.ts";
+export * from "./caller_grant.ts";
+export * from "./mcp_client_reg.ts";

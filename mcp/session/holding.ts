@@ -46,11 +46,12 @@ export function standing(
   if (s[MCP_STAMP.owner] !== me.owner) return { kind: "other_user" };
   if (s[MCP_STAMP.kept]) return { kind: "kept" };
   const holder = s[MCP_STAMP.session] ?? "";
-  if (holder === me.session) return { kind: "mine" };
   const orphaned = s[MCP_STAMP.orphaned] ?? "";
   const [since, by] = orphaned.split(" ");
-  // an orphan stamp counts only when it names the current holder (§4.4)
+  // an orphan stamp counts only when it names the current holder (§4.4), this session too:
+  // a coordinator's session outlives its process and sees what it released (issue 20)
   if (orphaned && by === holder) return { kind: "orphan", session: holder, since: since! };
+  if (holder === me.session) return { kind: "mine" };
   if (!holder || !alive(holder)) return { kind: "orphan", session: holder };
   return {
     kind: "held_elsewhere",

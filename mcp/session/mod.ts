@@ -15,3 +15,4 @@ export { engineTasks } from "./tasks.ts";
 export { type MarkGuard, sweepOrphans, type SweepOutcome } from "./sweep.ts";
 export * from "./sweeper.ts";
 export * from "./dormancy.ts";
+export { type ReholdOutcome, reholdSession } from "./rehold.ts";

@@ -131,8 +131,13 @@ export interface SessionDeps {
   audit(line: string): void;
   /** Whether another session is alive. */
   alive(session: string): boolean;
-  /** This session's id (`<pid>-<start>`). */
+  /** This session's id (`<pid>-<start>`, or a coordinator's `instance:<name>:<grant>`). */
   id: string;
+  /**
+   * A coordinator's session (§10): the session is the instance, so the end of one
+   * connection releases nothing; the next `isx mcp --caller-instance` holds it all again.
+   */
+  keepOnEnd?: boolean;
   /** The host user (mcp-owner). */
   owner: string;
   /** The server's pid and working directory (stamped). */
@@ -302,6 +307,7 @@ export class Session {
 
   /** Stamps every held, ready, non-kept instance as orphaned by this session (§4.4). */
   async release(): Promise<void> {
+    if (this.deps.keepOnEnd) return void this.held.clear();
     const mine = [...this.held.values()].filter((h) => h.state === "ready" && !h.kept);
     await Promise.all(mine.map((h) => this.releaseOne(h.name)));
     this.held.clear();

@@ -25,6 +25,9 @@ const Agent = z.strictObject({
   approval_policy: z.string().optional(),
 });
 
+/** The agents a coordinator's start registers against mcp.isx.internal. */
+const COORDINATE_AGENTS = ["claude", "opencode"] as const;
+
 const listTemplates = tool({
   name: "list_templates",
   description:
@@ -42,6 +45,8 @@ const listTemplates = tool({
       default_delegate_agent: z.string().optional(),
       supports_ask: z.boolean(),
       summary_agent: z.string().optional(),
+      /** Its agents that can coordinate from inside (isx branch --mcp-client; issue 20). */
+      coordinate_agents: z.array(z.enum(["claude", "opencode"])),
     })),
     max_instances: z.number().int(),
     max_concurrent_tasks: z.number().int(),
@@ -80,6 +85,9 @@ const listTemplates = tool({
           : {}),
         supports_ask: facts.summary_agent !== undefined,
         ...(facts.summary_agent ? { summary_agent: facts.summary_agent.agent } : {}),
+        // agents with an MCP client that can send the instance secret (Pi has none; Codex
+        // cannot read the header from a file): mcp/instances/mcp_client_reg.ts
+        coordinate_agents: COORDINATE_AGENTS.filter((a) => facts.tools.includes(a)),
       });
       if (!facts.summary_agent && facts.delegate_agents.length) {
         noAsk.push(`${name} (${facts.summary_problem})`);

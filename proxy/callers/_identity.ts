@@ -61,6 +61,11 @@ export interface InstanceInfo {
   pins: Record<string, string>;
   /** Its template's `accounts:` (`user.incus-spawn.template-account.<ns>`). */
   templateAccounts?: Record<string, string>;
+  /**
+   * Its coordinator grant (`user.incus-spawn.mcp-caller`, 32 hex), only for an isx instance
+   * whose every NIC is pinned (proxy/mcp_endpoint/: who may reach isx mcp).
+   */
+  mcpCaller?: string;
 }
 
 /** An address's owner, and whether the owner's configuration names the address. */
@@ -206,5 +211,10 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
   if (ports.length) info.ports = ports;
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();
+  const caller = stamps["mcp-caller"];
+  if (
+    caller && /^[0-9a-f]{32}$/.test(caller) && stamps["type"] === "instance" &&
+    nicsPinned(devices, config)
+  ) info.mcpCaller = caller;
   return info;
 }

@@ -71,6 +71,8 @@ export interface InterceptDeps {
   sources?: CommandSources;
   /** Timeouts of guest connections and upstream streams (default `DEFAULT_LIMITS`). */
   limits?: ProxyLimits;
+  /** isx mcp for coordinators at `mcp.isx.internal` (proxy/mcp_endpoint/), when served. */
+  mcp?: { handle(req: Request, caller: Caller | undefined): Promise<Response> };
 }
 
 /**

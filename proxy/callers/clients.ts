@@ -50,6 +50,8 @@ export interface Caller extends CallerRef {
   templateAccounts?: Record<string, string>;
   /** Which credentials it may be given (none unless identified by its pinned NIC). */
   grant: Grant;
+  /** Its coordinator grant, only when identified by its pinned NIC (proxy/mcp_endpoint/). */
+  mcpCaller?: string;
 }
 
 /** What the servers ask: who is this connection, and whom do you know. */
@@ -165,6 +167,7 @@ export class ClientRegistry implements CallerLookup {
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
     if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
+    if (byConfig && i.mcpCaller) c.mcpCaller = i.mcpCaller;
     return c;
   }
 

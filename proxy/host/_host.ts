@@ -37,6 +37,7 @@ import { Converger } from "./_converge.ts";
 import { Policy } from "../config/policy.ts";
 import { dashboardToken, taskReportToken } from "../dashboard/token.ts";
 import { InstanceShelf } from "../dashboard/view.ts";
+import { type ChildSpec, MCP_HOST } from "../mcp_endpoint/mod.ts";
 
 /** Where `isx proxy` finds things. */
 export interface HostPaths {
@@ -77,6 +78,8 @@ export async function startHostProxy(
     shutdown?: { token: string; onShutdown: () => void };
     /** Header rules tools declare (`proxy:` in tool YAML, user and search-path layers). */
     toolRules?: CustomRule[];
+    /** Serve isx mcp to coordinators at mcp.isx.internal, starting each one's child so. */
+    mcp?: ChildSpec;
   } = {},
 ): Promise<HostProxy> {
   const configPath = `${paths.configDir}/config.yaml`;
@@ -107,7 +110,8 @@ export async function startHostProxy(
       );
     }
     const policyConfig = (c: ProxyConfig) => ({
-      domains: c.domains,
+      // mcp.isx.internal: a leaf and the bridge's DNS, like an intercepted domain
+      domains: opts.mcp ? [...c.domains, MCP_HOST] : c.domains,
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(c.hosts ? { hosts: c.hosts } : {}),
     });
@@ -284,6 +288,7 @@ export async function startHostProxy(
           },
         }
         : {}),
+      ...(opts.mcp ? { mcp: { spec: opts.mcp } } : {}),
     });
     cleanup.unshift(() => handle.close());
     // sockets Deno keeps after the proxy dropped them (no ClientHello) still count here

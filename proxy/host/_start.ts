@@ -36,6 +36,7 @@ import { type ExtraListen, ExtraListens, listenOrThrow } from "./_extra_listens.
 import { dashboardHandler } from "../dashboard/server.ts";
 import { TaskBoard } from "../dashboard/tasks.ts";
 import type { InstanceShelf } from "../dashboard/view.ts";
+import { McpEndpoint, type McpEndpointOptions } from "../mcp_endpoint/mod.ts";
 
 export type { ExtraListen } from "./_extra_listens.ts";
 
@@ -96,6 +97,11 @@ export interface StartProxyOptions {
    * this report token; `shelf` holds the registry's last listing (proxy/dashboard).
    */
   dashboard?: { token: string; reportToken: string; shelf: InstanceShelf };
+  /**
+   * Serve isx mcp to coordinators at `mcp.isx.internal` (the policy must intercept that
+   * name): how to start each one's `isx mcp --caller-instance` (proxy/mcp_endpoint/).
+   */
+  mcp?: Omit<McpEndpointOptions, "clients">;
 }
 
 /** A running proxy. */
@@ -121,6 +127,8 @@ export interface ProxyHandle {
   readonly caFingerprint: string;
   /** The `/health` body. */
   health(): Promise<HealthInfo>;
+  /** The coordinators' endpoint, when served. */
+  readonly mcp?: McpEndpoint;
   /** Stops every listener and connection. */
   close(): Promise<void>;
 }
@@ -147,7 +155,9 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
   let intercept: InterceptServer | undefined;
   const forwardListener = listenOrThrow(opts.listen.forward);
   let forward: ReturnType<typeof serveForward> | undefined;
+  const mcp = opts.mcp ? new McpEndpoint({ ...opts.mcp, clients: opts.clients }) : undefined;
   const interceptDeps = {
+    ...(mcp ? { mcp } : {}),
     limits,
     policy: opts.policy,
     clients: opts.clients,
@@ -280,6 +290,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
       tasks,
       caFingerprint: opts.ca.fingerprint,
       health,
+      ...(mcp ? { mcp } : {}),
       addListen: (at) => extras.add(at),
       removeListen: (hostname) => extras.remove(hostname),
       extraListens: () => extras.names(),
@@ -290,6 +301,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
           await fwd.shutdown();
           await icp.close();
           await Promise.all(servers.map((s) => s.finished));
+          await mcp?.close();
         })();
         return closed;
       },
@@ -300,6 +312,7 @@ export async function startProxy(opts: StartProxyOptions): Promise<ProxyHandle> 
     else forwardListener.close();
     await intercept?.close();
     await Promise.all(servers.map((s) => s.finished));
+    await mcp?.close();
     if (e instanceof IsbError) throw e;
     throw new IsbError("io", `start proxy: ${(e as Error)?.message ?? e}`, { cause: e });
   }

@@ -33,6 +33,7 @@ import { admit, callerOf, type InterceptDeps } from "../callers/admit.ts";
 import type { UpstreamPool } from "./upstream_pool.ts";
 import { DEFAULT_LIMITS, type ProxyLimits } from "../callers/limits.ts";
 import { exchange, type ExchangeSide, message } from "./_exchange.ts";
+import { MCP_HOST } from "../mcp_endpoint/mod.ts";
 
 /** How long a refused guest gets to finish sending before its connection closes. */
 const LINGER_MS = 1_000;
@@ -140,6 +141,11 @@ class Session {
     if (typeof framing === "string") return await this.#refuse(400, framing);
     const authority = req.headers.get("host");
     if (!authority) return await this.#refuse(400, "missing Host header");
+    // isx mcp for coordinators (proxy/mcp_endpoint/) streams: the `Deno.serve` handler's job
+    if (this.#deps.mcp && hostOnly(authority) === MCP_HOST) {
+      await this.#handOver(text);
+      return false;
+    }
     // A call to translate for Vertex needs its whole body: the `Deno.serve` handler's job.
     if (this.#deps.policy.translates(hostOnly(authority), req.target)) {
       await this.#handOver(text);

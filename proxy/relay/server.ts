@@ -24,6 +24,7 @@ import { bodyKind, UsageReader } from "../activity/usage.ts";
 import { decodeStream, DecodingUsageReader } from "../http1/decode.ts";
 import { bodyPlan } from "./_decoded.ts";
 import { relayWebSocket } from "./_websocket.ts";
+import { MCP_HOST } from "../mcp_endpoint/mod.ts";
 import { upstreamUrl } from "./upstream.ts";
 import { MAX_TRANSLATED_BODY, NOT_FOR_VERTEX, translateMessages } from "../config/vertex.ts";
 
@@ -91,6 +92,7 @@ export function interceptHandler(
   return async (req, info) => {
     const caller = await callerOf(deps, info.remoteAddr, port());
     const url = new URL(req.url);
+    if (deps.mcp && url.hostname === MCP_HOST) return await deps.mcp.handle(req, caller);
     const pathAndQuery = url.pathname + url.search;
     const a = await admit(deps, caller, {
       method: req.method,

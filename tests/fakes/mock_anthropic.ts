@@ -126,7 +126,15 @@ function stream(model: string, blocks: Obj[], stop: string, delayMs: number): Re
   return sseResponse(events, delayMs);
 }
 
-async function handle(req: Request, mock: MockServer, next?: QueuedReply): Promise<Response> {
+/** A scripted turn: the reply to a request body, or undefined for the default rules. */
+export type MockScript = (body: Obj) => Promise<{ blocks: Obj[]; stop: string } | undefined>;
+
+async function handle(
+  req: Request,
+  mock: MockServer,
+  next?: QueuedReply,
+  script?: MockScript,
+): Promise<Response> {
   const r = await record(req, "http");
   mock.requests.push(r);
   const path = r.path.split("?")[0]!;
@@ -142,7 +150,7 @@ async function handle(req: Request, mock: MockServer, next?: QueuedReply): Promi
   }
   const body = r.json ?? {};
   const model = typeof body.model === "string" ? body.model : "mock";
-  const { blocks, stop } = answer(body);
+  const { blocks, stop } = (await script?.(body)) ?? answer(body);
   if (body.stream === true) return stream(model, blocks, stop, next?.delayMs ?? 0);
   return Response.json({
     id: `msg_${crypto.randomUUID().slice(0, 12)}`,
@@ -155,7 +163,14 @@ async function handle(req: Request, mock: MockServer, next?: QueuedReply): Promi
   }, { headers: { "request-id": crypto.randomUUID() } });
 }
 
-/** Starts the mock on loopback (`port` 0 picks one). */
-export function startMockAnthropic(opts: { port?: number } = {}): MockServer {
-  return serveMock(handle, (p) => p === "/v1/messages", opts);
+/** Starts the mock on loopback (`port` 0 picks one); `script` answers turns it takes on. */
+export function startMockAnthropic(
+  opts: { port?: number; script?: MockScript } = {},
+): MockServer {
+  const { script, ...rest } = opts;
+  return serveMock(
+    (req, mock, next) => handle(req, mock, next, script),
+    (p) => p === "/v1/messages",
+    rest,
+  );
 }
