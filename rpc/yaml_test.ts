@@ -79,7 +79,10 @@ Deno.test("parseYaml reads the supported subset as js-yaml does", () => {
 Deno.test("parseYaml reads the files isx init writes and every YAML example in the docs as js-yaml does", async () => {
   const texts = [CONFIG_TEMPLATE, CREDENTIALS_TEMPLATE];
   const docs = new URL("../docs/", import.meta.url);
-  for (const f of [...Deno.readDirSync(docs)].map((e) => e.name).sort()) {
+  for (
+    const f of [...Deno.readDirSync(docs)].filter((e) => e.name.endsWith(".md")).map((e) => e.name)
+      .sort()
+  ) {
     const md = await Deno.readTextFile(new URL(f, docs));
     for (const m of md.matchAll(/```ya?ml\n([\s\S]*?)```/g)) texts.push(m[1]!);
   }
