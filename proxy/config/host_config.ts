@@ -150,6 +150,19 @@ export interface ProxyConfig {
   };
 }
 
+/**
+ * The nftables tables of the proxy serving `bridge`: `bridge isx_guard` and
+ * `inet isx_connlimit` on the default bridge `incusbr0`, suffixed with the bridge's name
+ * (lowercase, other characters `_`) on any other, so two proxies on different bridges (a
+ * second isx home, the test suite's lab next to a user's install) never replace or remove
+ * each other's tables.
+ */
+export function nftTables(bridge: string): { guard: string; connLimit: string } {
+  if (bridge === "incusbr0") return { guard: "isx_guard", connLimit: "isx_connlimit" };
+  const tail = bridge.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 15);
+  return { guard: `isx_guard_${tail}`, connLimit: `isx_connlimit_${tail}` };
+}
+
 /** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */
 export function parseProxyConfig(text: string): ProxyConfig {
   let doc: unknown = null;

@@ -22,7 +22,7 @@ import { ClientRegistry, incusSource } from "../callers/clients.ts";
 import { BridgeGuard, nftBinary } from "../callers/guard.ts";
 import { installConnLimit } from "../callers/conn_limit.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
-import { loadProxyConfig, type ProxyConfig } from "../config/host_config.ts";
+import { loadProxyConfig, nftTables, type ProxyConfig } from "../config/host_config.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
 import { ConfigWatch } from "../config/drift.ts";
 import { dumpCredentials } from "../config/dump.ts";
@@ -103,7 +103,9 @@ export async function startHostProxy(
       ...(opts.toolRules ? { toolRules: opts.toolRules } : {}),
       ...(config.hosts ? { hosts: config.hosts } : {}),
     });
-    const guard = new BridgeGuard(nftBinary());
+    // tables of this bridge's proxy: another proxy's (another bridge) are left alone
+    const tables = nftTables(config.bridge);
+    const guard = new BridgeGuard(nftBinary(), tables.guard);
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
     const member = paths.incus?.target;
@@ -207,7 +209,7 @@ export async function startHostProxy(
         ports: [config.ports.tls, config.ports.forward],
         perSource: 2 * config.limits.connections_per_instance,
         interfaces: [config.bridge, config.proxy_only_bridge],
-      }),
+      }, tables.connLimit),
     );
     const listeners = new EgressListeners({
       clients: registry,

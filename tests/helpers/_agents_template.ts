@@ -9,7 +9,7 @@
 
 import { equal } from "node:assert/strict";
 import { createIncusClient, isNotFound } from "../../rpc/mod.ts";
-import { LIVE_SOCKET } from "./live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET } from "./live.ts";
 import { IsxHome } from "../templates_env.ts";
 
 /** The template the lab copies. */
@@ -17,7 +17,7 @@ export const AGENTS_TEMPLATE = Deno.env.get("ISX_TEST_AGENTS_TEMPLATE") || "tpl-
 
 /** True when the template the lab copies exists. */
 export async function haveTemplate(): Promise<boolean> {
-  const c = createIncusClient({ socket: LIVE_SOCKET });
+  const c = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
   try {
     await c.getInstance(AGENTS_TEMPLATE);
     return true;

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import Ajv2020 from "ajv/dist/2020.js";
+import { labProxyYaml } from "./lab.ts";
 import { programArgs, type ProgramHandle, ROOT, spawnProgram } from "./spawn.ts";
 
 /** A throwaway user: HOME and XDG dirs under one temp directory. */
@@ -44,9 +45,10 @@ export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
   const stateDir = `${dir}/state/isx`;
   Deno.mkdirSync(configDir, { recursive: true });
   Deno.mkdirSync(stateDir, { recursive: true });
-  // the proxy's ops port is one nothing answers on: preflight and activity see no proxy
+  // the lab's bridges (tests/helpers/lab.ts), and an ops port nothing answers on:
+  // preflight and activity see no proxy
   if (opts.init ?? true) {
-    Deno.writeTextFileSync(`${configDir}/config.yaml`, "proxy:\n  ports: {health: 9}\n");
+    Deno.writeTextFileSync(`${configDir}/config.yaml`, labProxyYaml());
   }
   if (opts.mcp !== undefined) Deno.writeTextFileSync(`${configDir}/mcp.yaml`, opts.mcp);
   return {

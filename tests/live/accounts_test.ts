@@ -7,7 +7,14 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
@@ -40,7 +47,11 @@ Deno.test({
     const p = testName("acc");
     const [tpl, inst] = [`${p}-tpl`, `${p}-i`];
     await using home = new IsxHome();
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     try {
       await ensureCa(`${home.stateDir}/ca`);
       home.define("templates", tpl, `image: ${LIVE_IMAGE}\naccounts: { anthropic: work }\n`);

@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { ensureHttps, pemFingerprint } from "../helpers/incus_remote.ts";
 import {
   collect,
@@ -49,7 +49,7 @@ Deno.test({
   name: "IncusClient drives a real incusd: lifecycle, exec, files, ETags, events, HTTPS",
   ignore: NO_INCUS,
   async fn(t) {
-    const c = createIncusClient({ socket: LIVE_SOCKET });
+    const c = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const a = testName("incus-a");
     const b = testName("incus-b");
     try {

@@ -12,7 +12,13 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type Instance } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, rawServer } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
@@ -25,7 +31,7 @@ const until = <T>(what: string, f: () => Promise<T | undefined>, ms: number) =>
 
 /** A live-test home, its key, and the instances carrying that key. */
 function setup() {
-  const incus = createIncusClient({ socket: LIVE_SOCKET });
+  const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
   const h: McpHome = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
   const key = `kill-${crypto.randomUUID().slice(0, 8)}`;
   const underKey = async () =>

@@ -15,7 +15,7 @@
 import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import {
   call,
   checkResult,
@@ -294,7 +294,7 @@ Deno.test({
   name: "delegate as an MCP task on the wire: tasks/result gives the started agent task",
   ignore: !HAVE,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
     const { env } = mcpCommand(h);
     const p = spawnProgram(["mcp", "--no-preflight"], { env, prog: "isx", cwd: h.dir });

@@ -18,7 +18,13 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
@@ -317,7 +323,7 @@ Deno.test({
       if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
       await c.close();
       // whatever this test's server made, even a create that failed half-way
-      const incus = createIncusClient({ socket: LIVE_SOCKET });
+      const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
       for (const i of await incus.listInstances().catch(() => [])) {
         if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
           await removeInstance(incus, i.name).catch(() => {});

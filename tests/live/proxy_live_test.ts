@@ -8,7 +8,7 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_BRIDGE, LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { loadCa } from "../../proxy/tls/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
@@ -20,7 +20,7 @@ import { launchPinned, TRUSTED_STAMPS, until } from "./_pinned.ts";
 import { updateAccountPins } from "../../mcp/mod.ts";
 
 const REAL = "sk-ant-api03-LIVE-REAL-KEY-0123456789abcdef";
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const dec = new TextDecoder();
 
 async function sh(incus: IncusClient, name: string, script: string, timeoutMs = 120_000) {
@@ -66,7 +66,7 @@ Deno.test({
   name: "proxy serves real containers through bridge DNS and TLS and counts them apart",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const id = crypto.randomUUID().slice(0, 8);
     const domain = `api-${id}.anthropic.isx-test`;
     const tag = `isx-proxy-test-${id}`;

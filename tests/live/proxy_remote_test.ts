@@ -16,11 +16,18 @@ import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
 import { parseCredentials } from "../../proxy/config/credentials.ts";
 import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { liveRemote } from "../helpers/incus_remote.ts";
 import { launchPinned, TRUSTED_STAMPS } from "./_pinned.ts";
 
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const IMAGE = "dev-base"; // curl (scripts/host-setup.sh)
 
 /** The HTTPS client of a remote in `conf` (resolved as the CLI resolves `--remote`). */
@@ -41,7 +48,7 @@ Deno.test({
   name: "proxy over an Incus remote: the registry names each pinned caller on the bridge",
   ignore: NO_INCUS,
   async fn() {
-    const local = createIncusClient({ socket: LIVE_SOCKET });
+    const local = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const [a, b] = [testName("premA"), testName("premB")];
     const dir = await Deno.makeTempDir({ prefix: "isx-proxy-remote-" });
     let incus: IncusClient | undefined;

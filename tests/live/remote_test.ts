@@ -14,7 +14,14 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { liveRemote } from "../helpers/incus_remote.ts";
 import { RpcClient } from "../helpers/rpc_client.ts";
 import { call, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
@@ -83,7 +90,7 @@ Deno.test({
   name: "isb rpc and isx mcp drive real instances over an Incus remote (HTTPS, client certificate)",
   ignore: NO_INCUS,
   async fn(t) {
-    const local = createIncusClient({ socket: LIVE_SOCKET });
+    const local = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const rname = `isx-rt-${crypto.randomUUID().slice(0, 8)}`;
     const scratch = await Deno.makeTempDir({ prefix: "isx-remote-" });
     const made: string[] = [];
