@@ -148,6 +148,12 @@ if (!NO_INCUS) {
     incus.close();
   }
   setActiveLab(LAB);
-  // every isb/isx a test starts works in the lab's project unless it says otherwise
+  // every isb/isx a test starts works in the lab's project unless it says otherwise; the
+  // variable is the process's, so the next test file (maybe not a live one) gets it back
+  const was = Deno.env.get("INCUS_PROJECT");
   Deno.env.set("INCUS_PROJECT", LIVE_PROJECT);
+  Deno.test.afterAll(() => {
+    if (was === undefined) Deno.env.delete("INCUS_PROJECT");
+    else Deno.env.set("INCUS_PROJECT", was);
+  });
 }

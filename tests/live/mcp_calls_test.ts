@@ -11,9 +11,12 @@ import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, rawServer, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

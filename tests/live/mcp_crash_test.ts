@@ -19,10 +19,13 @@ import {
   removeInstance,
   until as poll,
 } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, rawServer } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const NP = ["--no-preflight"];
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 

@@ -22,10 +22,10 @@ import { readStamps } from "../../mcp/mod.ts";
 import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
 import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
+import { AGENTS_TEMPLATE, AgentsLab, ensureTemplate, PROJECT } from "../helpers/agents_lab.ts";
 
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(`keyed delegate live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);

@@ -27,13 +27,19 @@ import {
   templateEntry,
 } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
+import {
+  AGENTS_TEMPLATE,
+  AgentsLab,
+  ensureTemplate,
+  PROJECT,
+  REAL,
+} from "../helpers/agents_lab.ts";
 
 // every agent by default (about 20 s more than two; nothing skipped in CI);
 // ISX_TEST_DELEGATE_AGENTS=claude,codex narrows the per-agent steps by hand
 const AGENTS = (Deno.env.get("ISX_TEST_DELEGATE_AGENTS") || "claude,codex,pi,opencode").split(",");
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(`delegate live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);

@@ -23,9 +23,12 @@ import {
   removeInstance,
   until as poll,
 } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const NP = ["--no-preflight"];
 const KEY = `dorm-${crypto.randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -27,12 +27,12 @@ import {
 } from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
+import { AGENTS_TEMPLATE, AgentsLab, ensureTemplate, PROJECT } from "../helpers/agents_lab.ts";
 
 const HAVE_TMUX = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" })
   .output().then((o) => o.success, () => false);
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && HAVE_TMUX && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && HAVE_TMUX && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(

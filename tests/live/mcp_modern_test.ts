@@ -19,10 +19,13 @@ import {
   removeInstance,
   until as poll,
 } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

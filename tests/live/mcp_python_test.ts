@@ -16,10 +16,13 @@ import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { checkResult, makeHome, mcpCommand } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const VENV = Deno.env.get("ISX_TEST_PYVENV") ||
   `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/isx-test/pyvenv`;
 

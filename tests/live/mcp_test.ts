@@ -14,10 +14,13 @@ import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance, until } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
