@@ -14,7 +14,10 @@
  * proxy (`<state>/isx/proxy/proxy.pid`: pid, process start time, listeners); the nft tables
  * (names; the content of isx's limit tables; a bridge guard's content follows the running
  * instances of every project, so only its presence counts); the user's isx config directory
- * and CA (file digests); a few sysctls. What the suite makes is named `isxtest…` and left
+ * and CA (file digests); the server's config and trusted certificates; a few sysctls. The
+ * one server setting the live tests may make, `core.https_address` (the remote tests: a
+ * loopback address, tests/helpers/incus_remote.ts), is put back at `end` when the run began
+ * without it. What the suite makes is named `isxtest…` and left
  * out. `ISX_TEST_FOREIGN` (a regular expression) leaves out more names, for a machine other
  * test runs share (never on a user's machine: it would hide what the suite did there).
  *
@@ -95,6 +98,15 @@ interface Row {
 export async function snapshot(incus: IncusClient): Promise<Snapshot> {
   const s: Snapshot = {};
   const user = incus.withProject("default");
+  // the server's own config (core.https_address, which the remote tests need) and its trust
+  for (const [k, v] of Object.entries((await user.serverInfo()).config ?? {})) {
+    s[`server ${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+  }
+  type Cert = { name: string; type: string; fingerprint: string; restricted: boolean };
+  for (const c of await list<Cert>(user, "/1.0/certificates")) {
+    if (skip(c.name)) continue;
+    s[`server certificate ${c.fingerprint.slice(0, 12)}`] = `${c.name} ${c.type} ${c.restricted}`;
+  }
   const pools = (await list<Row>(user, "/1.0/storage-pools")).map((p) => p.name);
   for (const p of await list<Row>(user, "/1.0/projects")) {
     if (skip(p.name)) continue;
@@ -253,6 +265,14 @@ if (import.meta.main) {
       await removeLab(incus, labNames(values.lab));
       await sweepLabs(incus);
       const saved = JSON.parse(await Deno.readTextFile(file)) as Snapshot;
+      const https = (await incus.serverInfo()).config?.["core.https_address"];
+      if (saved["server core.https_address"] === undefined && https) {
+        // the remote tests set it (never moved while they run); the run is over now
+        await incus.call("PATCH", "/1.0", { body: { config: { "core.https_address": "" } } });
+        console.error(
+          `user_side: core.https_address ${https} (set for the remote tests) unset again`,
+        );
+      }
       const before = Object.fromEntries(
         Object.entries(saved).filter(([k]) => !k.startsWith("made ")),
       );

@@ -218,7 +218,7 @@ async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<vo
   const url = await ensureHttps(c);
   const info = await c.serverInfo();
   const dir = await Deno.makeTempDir({ prefix: "isx-tls-" });
-  const name = `isx-test-${crypto.randomUUID().slice(0, 8)}`;
+  const name = `isxtest-cl-${crypto.randomUUID().slice(0, 8)}`; // a test-made name (lab.ts)
   let fingerprint = "";
   try {
     const gen = await new Deno.Command("openssl", {

@@ -55,7 +55,10 @@ Deno.test({
     let registry: ClientRegistry | undefined;
     let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
     try {
-      await using remote = await liveRemote(local, `isx-prem-${crypto.randomUUID().slice(0, 8)}`);
+      await using remote = await liveRemote(
+        local,
+        `isxtest-prem-${crypto.randomUUID().slice(0, 8)}`,
+      );
       incus = remoteClient(remote.name, remote.conf);
       ok(incus.where.startsWith("https://"), incus.where);
       const gateway = (await bridgeGateway(incus, BRIDGE))!;

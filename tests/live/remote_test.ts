@@ -91,7 +91,7 @@ Deno.test({
   ignore: NO_INCUS,
   async fn(t) {
     const local = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
-    const rname = `isx-rt-${crypto.randomUUID().slice(0, 8)}`;
+    const rname = `isxtest-rt-${crypto.randomUUID().slice(0, 8)}`;
     const scratch = await Deno.makeTempDir({ prefix: "isx-remote-" });
     const made: string[] = [];
     try {
