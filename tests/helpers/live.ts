@@ -157,3 +157,18 @@ if (!NO_INCUS) {
     else Deno.env.set("INCUS_PROJECT", was);
   });
 }
+
+/**
+ * A proxy's `/activity` as the lab's instances: the proxy names an instance outside the
+ * default project `<project>/<name>` (proxy/callers/_identity.ts); this keeps the lab's,
+ * under their bare names, so a test looks its instances up by the names it gave them.
+ */
+export function ofLab<E, T extends { instances: Record<string, E> }>(activity: T): T {
+  const prefix = `${LIVE_PROJECT}/`;
+  const instances = Object.fromEntries(
+    Object.entries(activity.instances).filter(([k]) => k.startsWith(prefix)).map((
+      [k, v],
+    ) => [k.slice(prefix.length), v]),
+  );
+  return { ...activity, instances };
+}

@@ -12,6 +12,7 @@ import {
   LIVE_PROJECT,
   LIVE_SOCKET,
   NO_INCUS,
+  ofLab,
   removeInstance,
   testName,
 } from "../helpers/live.ts";
@@ -106,9 +107,9 @@ Deno.test({
       await applyDns(incus, BRIDGE, { names: policy.dnsNames(), gateway, tag });
       const url = `https://${domain}:${proxy.addrs.tls.port}/v1/messages`;
       const activity = async (): Promise<Record<string, ActivityEntry>> =>
-        parseActivity(
+        ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[0]!.port}/activity`)).json(),
-        ).instances;
+        )).instances;
       // the x-api-key the upstream saw for one call from `name` (undefined: none arrived)
       const call = async (name: string, extra = "") => {
         const before = up.requests.length;

@@ -21,6 +21,7 @@ import {
   LIVE_PROJECT,
   LIVE_SOCKET,
   NO_INCUS,
+  ofLab,
   removeInstance,
   testName,
 } from "../helpers/live.ts";
@@ -83,9 +84,9 @@ Deno.test({
       });
       const fwd = `http://${gateway}:${proxy.addrs.forward.port}`;
       const activity = async () =>
-        parseActivity(
+        ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[0]!.port}/activity`)).json(),
-        ).instances;
+        )).instances;
       // one plain-HTTP request through the forward port from `name`: its status line
       const call = async (name: string, n: number) => {
         const r = await incus!.execCapture(name, [
