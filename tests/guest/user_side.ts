@@ -18,7 +18,8 @@
  * one server setting the live tests may make, `core.https_address` (the remote tests: a
  * loopback address, tests/helpers/incus_remote.ts), is put back at `end` when the run began
  * without it. What the suite makes is named `isxtest…` and left
- * out. `ISX_TEST_FOREIGN` (a regular expression) leaves out more names, for a machine other
+ * out, and so are the isb egress bridges (`user.isb.egress-for`) of a lab's sandboxes and
+ * their ACLs. `ISX_TEST_FOREIGN` (a regular expression) leaves out more names, for a machine other
  * test runs share (never on a user's machine: it would hide what the suite did there).
  *
  * @module
@@ -59,6 +60,9 @@ const SYSCTLS = [
   "net/bridge/bridge-nf-call-iptables",
   "net/bridge/bridge-nf-call-ip6tables",
 ];
+
+/** The mark of an isb egress bridge: the `<project>/<instance>` it serves. */
+const EGRESS_FOR = "user.isb.egress-for";
 
 /** Not the user's: made by the suite, or left out by `ISX_TEST_FOREIGN`. */
 function skip(name: string): boolean {
@@ -149,15 +153,20 @@ export async function snapshot(incus: IncusClient): Promise<Snapshot> {
       }
     }
   }
+  const theirs = new Set<string>(); // the ACLs of the networks left out
   for (const n of await list<Row & { managed: boolean }>(user, "/1.0/networks")) {
-    if (!n.managed || skip(n.name)) continue;
+    if (!n.managed) continue;
+    if (skip(n.name) || skip(n.config?.[EGRESS_FOR] ?? "")) {
+      for (const a of (n.config?.["security.acls"] ?? "").split(",")) theirs.add(a);
+      continue;
+    }
     s[`network ${n.name}`] = n.description ?? "";
     for (const [k, v] of Object.entries(stableConfig(n.config))) s[`network ${n.name} ${k}`] = v;
   }
   for (
     const a of await list<Row & { ingress: unknown; egress: unknown }>(user, "/1.0/network-acls")
   ) {
-    if (skip(a.name)) continue;
+    if (skip(a.name) || theirs.has(a.name)) continue;
     s[`acl ${a.name}`] = await digest({ config: a.config, ingress: a.ingress, egress: a.egress });
   }
 
@@ -194,41 +203,43 @@ export async function snapshot(incus: IncusClient): Promise<Snapshot> {
   return s;
 }
 
+/**
+ * The suite's things Incus and nft hold now: `label` → the name that says whose it is (its
+ * own name, or for an isb egress bridge the `<project>/<instance>` it serves).
+ */
+async function suites(incus: IncusClient): Promise<Map<string, string>> {
+  const user = incus.withProject("default");
+  const out = new Map<string, string>();
+  for (const p of await list<Row>(user, "/1.0/projects")) out.set(`project ${p.name}`, p.name);
+  const egressAcls = new Map<string, string>();
+  for (const n of await list<Row>(user, "/1.0/networks")) {
+    const owner = n.config?.[EGRESS_FOR];
+    const whose = owner && isLabName(owner) ? owner : n.name;
+    out.set(`network ${n.name}`, whose);
+    for (const a of (n.config?.["security.acls"] ?? "").split(",")) egressAcls.set(a, whose);
+  }
+  for (const a of await list<Row>(user, "/1.0/network-acls")) {
+    out.set(`acl ${a.name}`, egressAcls.get(a.name) ?? a.name);
+  }
+  for (const l of (await run("nft", ["list", "tables"])).split("\n")) {
+    const name = l.trim().split(" ").at(-1);
+    if (name) out.set(`nft ${l.trim()}`, name);
+  }
+  for (const [k, v] of out) if (!v.includes(LAB_PREFIX)) out.delete(k);
+  return out;
+}
+
 /** What the suite made and left behind (not of a lab whose run still goes on). */
 async function leftovers(incus: IncusClient, before: Snapshot): Promise<string[]> {
   const live = (await listLabs(incus)).filter((l) => ownerAlive(l.owner)).map((l) => l.lab.id);
-  const user = incus.withProject("default");
-  const names = [
-    ...(await list<Row>(user, "/1.0/projects")).map((p) => `project ${p.name}`),
-    ...(await list<Row>(user, "/1.0/networks")).map((n) => `network ${n.name}`),
-    ...(await list<Row>(user, "/1.0/network-acls")).map((a) => `acl ${a.name}`),
-    ...(await run("nft", ["list", "tables"])).split("\n").map((l) => l.trim()).filter(Boolean)
-      .map((l) => `nft ${l}`),
-  ];
-  return names.filter((n) => {
-    const name = n.split(" ").at(-1)!;
-    return name.includes(LAB_PREFIX) && !live.some((id) => name.includes(id)) &&
-      before[`made ${n}`] === undefined;
-  });
+  return [...(await suites(incus))].filter(([label, whose]) =>
+    !live.some((id) => whose.includes(id)) && before[`made ${label}`] === undefined
+  ).map(([label, whose]) => whose === label.split(" ").at(-1) ? label : `${label} (for ${whose})`);
 }
 
 /** What of the suite's was there already before the run (not this run's to answer for). */
 async function made(incus: IncusClient): Promise<Snapshot> {
-  const s: Snapshot = {};
-  const user = incus.withProject("default");
-  for (const p of await list<Row>(user, "/1.0/projects")) {
-    if (p.name.includes(LAB_PREFIX)) s[`made project ${p.name}`] = "";
-  }
-  for (const n of await list<Row>(user, "/1.0/networks")) {
-    if (n.name.includes(LAB_PREFIX)) s[`made network ${n.name}`] = "";
-  }
-  for (const a of await list<Row>(user, "/1.0/network-acls")) {
-    if (a.name.includes(LAB_PREFIX)) s[`made acl ${a.name}`] = "";
-  }
-  for (const l of (await run("nft", ["list", "tables"])).split("\n")) {
-    if (l.includes(LAB_PREFIX)) s[`made nft ${l.trim()}`] = "";
-  }
-  return s;
+  return Object.fromEntries([...(await suites(incus)).keys()].map((k) => [`made ${k}`, ""]));
 }
 
 if (import.meta.main) {
