@@ -124,6 +124,24 @@ if (reason !== undefined) {
 /** True when the live tests are ignored (no incusd). */
 export const NO_INCUS: boolean = reason !== undefined;
 
+let ownLab = false;
+
+/**
+ * Removes this process's own lab (not the suite's). `deno test` does it after a file's last
+ * test; a script run with `deno run` (tests/live/_record_fixtures.ts) calls it when done, or
+ * the next run's sweep does.
+ */
+export async function closeLiveLab(): Promise<void> {
+  if (!ownLab) return;
+  const c = liveIncus({ timeouts: { requestMs: 120_000 } });
+  try {
+    await removeLab(c, LAB);
+    ownLab = false;
+  } finally {
+    c.close();
+  }
+}
+
 if (!NO_INCUS) {
   const incus = liveIncus({ timeouts: { requestMs: 120_000 } });
   try {
@@ -135,14 +153,8 @@ if (!NO_INCUS) {
     } else {
       await sweepLabs(incus);
       await createLab(incus, LAB.id);
-      Deno.test.afterAll(async () => {
-        const c = liveIncus({ timeouts: { requestMs: 120_000 } });
-        try {
-          await removeLab(c, LAB);
-        } finally {
-          c.close();
-        }
-      });
+      ownLab = true;
+      Deno.test.afterAll(closeLiveLab);
     }
   } finally {
     incus.close();
