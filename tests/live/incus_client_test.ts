@@ -251,7 +251,11 @@ async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<vo
       body: { type: "client", name, certificate: der, restricted: false },
     });
     const serverCert = String(info.environment.certificate ?? "");
-    const remote = createIncusClient({ url, tls: { cert, key, caCerts: [serverCert] } });
+    const remote = createIncusClient({
+      url,
+      tls: { cert, key, caCerts: [serverCert] },
+      project: LIVE_PROJECT,
+    });
     try {
       await fn(remote);
     } finally {

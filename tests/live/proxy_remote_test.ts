@@ -31,7 +31,10 @@ import { launchPinned, TRUSTED_STAMPS } from "./_pinned.ts";
 const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const IMAGE = "dev-base"; // curl (scripts/host-setup.sh)
 
-/** The HTTPS client of a remote in `conf` (resolved as the CLI resolves `--remote`). */
+/**
+ * The HTTPS client of a remote in `conf` (resolved as the CLI resolves `--remote`), in the
+ * lab's project.
+ */
 function remoteClient(name: string, conf: string): IncusClient {
   const read = (p: string) => {
     try {
@@ -42,7 +45,7 @@ function remoteClient(name: string, conf: string): IncusClient {
   };
   const ep = resolveRemote(name, { confDir: conf, socket: "/nonexistent/unix.socket", read });
   ok("url" in ep, `${name} resolves to an HTTPS endpoint`);
-  return createIncusClient(ep);
+  return createIncusClient({ ...ep, project: LIVE_PROJECT });
 }
 
 Deno.test({
@@ -71,7 +74,11 @@ Deno.test({
       await registry.start();
       await registry.refresh();
       const known = new Map((registry.known() ?? []).map((r) => [r.name, r]));
-      ok(known.has(a) && known.has(b), "both instances are listed over the remote");
+      // outside the default project the registry names them `<project>/<name>`
+      ok(
+        known.has(`${LIVE_PROJECT}/${a}`) && known.has(`${LIVE_PROJECT}/${b}`),
+        "both instances are listed over the remote",
+      );
       proxy = await startProxy({
         listen: {
           tls: { hostname: gateway, port: 0 },
