@@ -154,7 +154,9 @@ Deno.test({
         "the proxy's listing of the instance resolves pins > template and fails closed",
         async () => {
           const policy = new Policy(parseCredentials(CREDS));
-          const info = (await incusSource(c).listInstances()).find((i) => i.name === inst)!;
+          // outside the default project the proxy's listing names it `<project>/<name>`
+          const listed = `${LIVE_PROJECT}/${inst}`;
+          const info = (await incusSource(c).listInstances()).find((i) => i.name === listed)!;
           assert.deepEqual(info.pins, { claude: "other", github: "me" });
           assert.deepEqual(info.templateAccounts, { claude: "work" });
           const req = { host: "api.anthropic.com", path: "/v1/messages" };
@@ -170,7 +172,7 @@ Deno.test({
           );
           let r = await home.isx(["proxy", "account", "set", inst, "claude=sub"]);
           assert.equal(r.code, 0, r.stderr);
-          const pins = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          const pins = (await incusSource(c).listInstances()).find((i) => i.name === listed)!.pins;
           const mode = policy.route(req, { ...who, pins });
           assert.ok(
             mode.kind === "fail" &&
@@ -178,7 +180,7 @@ Deno.test({
           );
           r = await home.isx(["proxy", "account", "unset", inst, "claude"]);
           assert.equal(r.code, 0, r.stderr);
-          const after = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          const after = (await incusSource(c).listInstances()).find((i) => i.name === listed)!.pins;
           assert.deepEqual(after, { github: "me" });
           const tplOnly = policy.route(req, { ...who, pins: after });
           assert.ok(
