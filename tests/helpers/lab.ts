@@ -220,8 +220,8 @@ async function freeSubnet(user: IncusClient): Promise<string> {
 }
 
 /**
- * Removes lab `lab` whole: the project with everything in it (`force`), then its bridges and
- * the networks and ACLs that name it. Idempotent.
+ * Removes lab `lab` whole: the project with everything in it (`force`), then its bridges,
+ * the networks and ACLs that name it and the isb egress bridges of its sandboxes. Idempotent.
  */
 export async function removeLab(incus: IncusClient, lab: Lab): Promise<void> {
   const user = incus.withProject("default");
@@ -234,13 +234,22 @@ export async function removeLab(incus: IncusClient, lab: Lab): Promise<void> {
     if (!isNotFound(e)) throw e;
   };
   const nets = await user.listNetworks();
+  const acls = new Set<string>();
   for (const n of nets) {
-    if (n.name.includes(lab.id) && isLabName(n.name) || n.config?.[LAB_MARK] === lab.project) {
+    // its bridges, and the egress bridges isb made for the lab's sandboxes (named by a digest)
+    const egress = n.config?.["user.isb.egress-for"]?.startsWith(`${lab.project}/`) ?? false;
+    if (
+      n.name.includes(lab.id) && isLabName(n.name) || n.config?.[LAB_MARK] === lab.project || egress
+    ) {
+      for (const a of (n.config?.["security.acls"] ?? "").split(",")) if (egress && a) acls.add(a);
       await user.deleteNetwork(n.name, { step: `delete lab network ${n.name}` }).catch(gone);
     }
   }
   for (const a of await user.listNetworkAcls()) {
-    if (a.name.includes(`${LAB_PREFIX}p${lab.id}`) || a.name.includes(`${LAB_PREFIX}${lab.id}`)) {
+    if (
+      acls.has(a.name) || a.name.includes(`${LAB_PREFIX}p${lab.id}`) ||
+      a.name.includes(`${LAB_PREFIX}${lab.id}`)
+    ) {
       await user.deleteNetworkAcl(a.name, { step: `delete lab ACL ${a.name}` }).catch(gone);
     }
   }
