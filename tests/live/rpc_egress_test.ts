@@ -81,7 +81,7 @@ Deno.test({
         info: { config: Record<string, string>; devices: Record<string, Record<string, string>> };
       }).info;
       assert.deepEqual(info.devices.eth0, { type: "nic", name: "eth0", network: bridge });
-      assert.equal(info.config["user.isb.egress-for"], `default/${name}`);
+      assert.equal(info.config["user.isb.egress-for"], `${LIVE_PROJECT}/${name}`);
       const net = (await rig.incus.withProject("default").getNetwork(bridge)).value;
       assert.equal(net.config["ipv4.address"], "none");
       assert.equal(net.config["ipv4.nat"], "false");
@@ -146,7 +146,7 @@ Deno.test({
       assert.equal((await Deno.stat(`${state}/secrets.json`)).mode! & 0o777, 0o600);
       assert.equal((await Deno.stat(`${state}/ca.key`)).mode! & 0o777, 0o600);
       assert.deepEqual(JSON.parse(await Deno.readTextFile(`${state}/secrets.json`)), {
-        instance: `default/${name}`,
+        instance: `${LIVE_PROJECT}/${name}`,
         secrets: [{ env: "TOKEN_X", placeholder, hosts: ["api.example.test:443"], value: secret }],
       });
       const guestCa = await rig.incus.pullFile(name, "/etc/isb/egress-ca.crt");
