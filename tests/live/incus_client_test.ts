@@ -185,7 +185,8 @@ Deno.test({
             await c.startInstance(b, { step: `start instance ${b}` });
             const seen = await firstEvent(events, (e) =>
               e.metadata.action === "instance-started" &&
-              e.metadata.source === `/1.0/instances/${b}`);
+              // outside the default project the source names it
+              e.metadata.source === `/1.0/instances/${b}?project=${LIVE_PROJECT}`);
             assert.ok(seen);
           } finally {
             events.close();
