@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { diffSnapshots, digest, formatChanges, listenersOf, stableConfig } from "./snapshot.ts";
-import { isLabName, labNames, labProxyYaml, ownerAlive, processStamp } from "../helpers/lab.ts";
+import {
+  isLabName,
+  labNames,
+  labProxyYaml,
+  ownerAlive,
+  processStamp,
+  removeLabLogs,
+} from "../helpers/lab.ts";
 
 Deno.test("diffSnapshots names what was added, removed and changed, nothing else", () => {
   const before = {
@@ -87,4 +94,22 @@ Deno.test("a lab's owner is alive only while that very process runs (pid and sta
   assert.ok(!ownerAlive(`${pid}:${Number(start) + 1}`), "a reused pid is not the owner");
   assert.ok(!ownerAlive(undefined));
   assert.ok(!ownerAlive("0:0"));
+});
+
+Deno.test("removeLabLogs takes a lab's instance and dnsmasq logs, nobody else's", () => {
+  const dir = Deno.makeTempDirSync();
+  const lab = labNames("0a1b2c");
+  const names = [
+    "isxtest-0a1b2c_t-x",
+    "dnsmasq.isxtest0a1b2c.log",
+    "dnsmasq.isxtestp0a1b2c.log",
+    "isxtest-999999_t-x",
+    "dnsmasq.incusbr0.log",
+    "tpl-minimal",
+  ];
+  for (const n of names) Deno.mkdirSync(`${dir}/${n}`);
+  removeLabLogs(lab, dir);
+  const left = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  assert.deepEqual(left, ["dnsmasq.incusbr0.log", "isxtest-999999_t-x", "tpl-minimal"]);
+  Deno.removeSync(dir, { recursive: true });
 });

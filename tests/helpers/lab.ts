@@ -253,6 +253,29 @@ export async function removeLab(incus: IncusClient, lab: Lab): Promise<void> {
       await user.deleteNetworkAcl(a.name, { step: `delete lab ACL ${a.name}` }).catch(gone);
     }
   }
+  removeLabLogs(lab);
+}
+
+/**
+ * Incus keeps the log directory of a deleted instance and a deleted bridge's dnsmasq log in
+ * `/var/log/incus` (on this host; nothing when Incus is elsewhere): a lab's go with it.
+ */
+export function removeLabLogs(lab: Lab, dir = "/var/log/incus"): void {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(dir)].map((e) => e.name);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const mine = n.startsWith(`${lab.project}_`) ||
+      (/^dnsmasq\.isxtest[a-z]?[0-9a-f]{6}\.log$/.test(n) && n.includes(lab.id));
+    if (mine) {
+      try {
+        Deno.removeSync(`${dir}/${n}`, { recursive: true });
+      } catch { /* Incus still writes it, or it is gone */ }
+    }
+  }
 }
 
 /** Removes every lab whose owner no longer runs; returns their projects. */

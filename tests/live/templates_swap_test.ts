@@ -39,7 +39,8 @@ Deno.test({
       project: LIVE_PROJECT,
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });
-    const logDir = `${INCUS_LOGS}/${built}`;
+    // a project other than default prefixes its instances' directories with `<project>_`
+    const logDir = `${INCUS_LOGS}/${LIVE_PROJECT}_${built}`;
     let mounted = false;
     try {
       for (const [name, gen] of [[tpl, "old"], [built, "new"]]) {
