@@ -35,7 +35,7 @@ import { DELEGATE_BRIEF } from "../mcp/delegate/report.ts";
 import { BUILTIN_TEMPLATES } from "../mcp/templates/builtin.ts";
 import { call, connect, makeHome } from "../tests/helpers/mcp.ts";
 import { ROOT } from "../tests/helpers/spawn.ts";
-import { removeInstance } from "../tests/helpers/live.ts";
+import { removeInstance } from "../tests/helpers/incus_wait.ts";
 
 const TPL = "tpl-agents";
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

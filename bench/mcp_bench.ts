@@ -25,7 +25,7 @@ import { createIncusClient } from "../rpc/mod.ts";
 import { createTaskEngine } from "../mcp/tasks/mod.ts";
 import { makeHome, mcpCommand } from "../tests/helpers/mcp.ts";
 import { ROOT, spawnProgram } from "../tests/helpers/spawn.ts";
-import { removeInstance } from "../tests/helpers/live.ts";
+import { removeInstance } from "../tests/helpers/incus_wait.ts";
 
 const { values } = parseArgs({
   options: {

@@ -19,7 +19,7 @@
 import { parseArgs } from "node:util";
 import { createIncusClient, type IncusClient } from "../rpc/mod.ts";
 import { RpcClient } from "../tests/helpers/rpc_client.ts";
-import { removeInstance } from "../tests/helpers/live.ts";
+import { removeInstance } from "../tests/helpers/incus_wait.ts";
 
 const SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
 const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";

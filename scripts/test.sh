@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test.sh -- the whole test suite, from a fresh Debian machine (root) or an already set-up one:
 # installs Deno (pinned, from npm), brings up Incus with the test images (scripts/host-setup.sh),
-# runs fmt/lint/check, the compile-flags check and every test (the live Incus tests included),
-# and prints `N passed, N failed` as its last line. Idempotent. `.ci/run` calls exactly this.
+# runs fmt/lint/check, the compile-flags check and every test (the live Incus tests included,
+# in a lab of their own; the user's side is compared before and after: tests/guest/user_side.ts),
+# and prints `N passed, N failed` as its last line. Idempotent. `.ci/run` runs scripts/demo.sh,
+# then this.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -65,6 +67,21 @@ counts() {
   echo "$p ${f:-0} ${i:-0}"
 }
 
+# The suite is a guest on this machine (docs/testing.md): record the user's side (projects,
+# bridges, proxy, nft tables, isx home) and make the suite's own lab (an Incus project and
+# bridges named isxtest-*, tests/helpers/lab.ts) that every live test works in; after the
+# tests, remove the lab and compare: a difference is one more failure, printed.
+lab=
+snap=
+if [ "$(id -u)" = 0 ]; then
+  snap=$(mktemp -t isx-user-side.XXXXXX)
+  lab=$(deno run --allow-all --no-prompt --frozen tests/guest/user_side.ts begin "$snap" --owner-pid $$) \
+    || fail "recording the user's side or making the suite's lab failed; see the lines above"
+  export ISX_TEST_LAB="$lab"
+  # an interrupted run takes its lab away too (a killed one: the next run's begin sweeps it)
+  trap 'deno run --allow-all --no-prompt --frozen tests/guest/user_side.ts end "$snap" --lab "$lab" >/dev/null 2>&1; exit 130' INT TERM
+fi
+
 deno test --allow-all --no-prompt --frozen 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 read -r passed failed ignored < <(counts "$log" "$rc")
@@ -80,6 +97,16 @@ if [ "$(id -u)" = 0 ]; then
   [ "$rc2" = 0 ] || rc=$rc2
 fi
 rm -f "$log"
+if [ -n "$lab" ]; then
+  trap - INT TERM
+  if deno run --allow-all --no-prompt --frozen tests/guest/user_side.ts end "$snap" --lab "$lab"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    [ "$rc" != 0 ] || rc=1
+  fi
+  rm -f "$snap"
+fi
 [ "$ignored" != 0 ] || ignored=
 echo "${passed} passed, ${failed} failed${ignored:+, ${ignored} skipped}"
 exit "$rc"

@@ -24,7 +24,7 @@ const socket = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
 // a busy incusd may stall for tens of seconds (as tests/helpers/live.ts allows for)
 const local = createIncusClient({ socket, timeouts: { requestMs: 120_000 } });
 try {
-  await using remote = await liveRemote(local, `isx-ci-${crypto.randomUUID().slice(0, 8)}`);
+  await using remote = await liveRemote(local, `isxtest-ci-${crypto.randomUUID().slice(0, 8)}`);
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "--allow-all", "--no-prompt", "--frozen", ...files],
     cwd: ROOT,

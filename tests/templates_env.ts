@@ -8,6 +8,7 @@
  * @module
  */
 
+import { activeLab, labProxyYaml } from "./helpers/lab.ts";
 import { programArgs } from "./helpers/spawn.ts";
 
 /** The outcome of one `isx` run. */
@@ -25,12 +26,17 @@ export class IsxHome implements AsyncDisposable {
   readonly cacheDir: string;
   readonly env: Record<string, string>;
 
-  constructor(opts: { cacheDir?: string } = {}) {
+  /**
+   * `config`: false leaves `config.yaml` to the test (`isx init` writes it); otherwise a live
+   * test's home gets the lab's bridges in it.
+   */
+  constructor(opts: { cacheDir?: string; config?: boolean } = {}) {
     this.root = Deno.makeTempDirSync({ prefix: "isx-home-" });
     const home = Deno.env.get("HOME") ?? "/root";
     const denoDir = Deno.env.get("DENO_DIR") ||
       `${Deno.env.get("XDG_CACHE_HOME") || `${home}/.cache`}/deno`;
     this.env = {
+      HOME: this.root,
       XDG_CONFIG_HOME: `${this.root}/config`,
       XDG_STATE_HOME: `${this.root}/state`,
       XDG_CACHE_HOME: opts.cacheDir ?? `${this.root}/cache`,
@@ -41,6 +47,16 @@ export class IsxHome implements AsyncDisposable {
     this.configDir = `${this.root}/config/isx`;
     this.stateDir = `${this.root}/state/isx`;
     this.cacheDir = `${this.env.XDG_CACHE_HOME}/isx`;
+    // in a live test, the lab's bridges (tests/helpers/lab.ts): never the user's incusbr0 or
+    // isxproxy0, whose gateways the user's proxy serves
+    const lab = activeLab();
+    if (lab) {
+      this.env.INCUS_PROJECT = lab.project;
+      if (opts.config ?? true) {
+        Deno.mkdirSync(this.configDir, { recursive: true });
+        Deno.writeTextFileSync(`${this.configDir}/config.yaml`, labProxyYaml(lab));
+      }
+    }
   }
 
   /** Writes a definition file (`templates/<name>.yaml` or `tools/<name>.yaml`). */

@@ -161,6 +161,23 @@ export interface ProxyConfig {
   };
 }
 
+/**
+ * The nftables tables of the proxy serving `bridge`: `bridge isx_guard` and
+ * `inet isx_connlimit` on the default bridge `incusbr0`, suffixed with the bridge's name
+ * (lowercase, other characters `_`) on any other, so two proxies on different bridges (a
+ * second isx home, the test suite's lab next to a user's install) never replace or remove
+ * each other's tables; `prefix` is `proxy.nft_prefix` (default `isx`), for a second proxy on
+ * the same bridge.
+ */
+export function nftTables(
+  bridge: string,
+  prefix = "isx",
+): { guard: string; connLimit: string } {
+  if (bridge === "incusbr0") return { guard: `${prefix}_guard`, connLimit: `${prefix}_connlimit` };
+  const tail = bridge.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 15);
+  return { guard: `${prefix}_guard_${tail}`, connLimit: `${prefix}_connlimit_${tail}` };
+}
+
 /** Parses `config.yaml` text and returns its `proxy:` block (other blocks are not ours). */
 export function parseProxyConfig(text: string): ProxyConfig {
   let doc: unknown = null;

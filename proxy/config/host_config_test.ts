@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../../rpc/base.ts";
-import { DEFAULT_PORTS, parseProxyConfig, PROXY_ONLY_BRIDGE } from "./host_config.ts";
+import { DEFAULT_PORTS, nftTables, parseProxyConfig, PROXY_ONLY_BRIDGE } from "./host_config.ts";
 
 const DEFAULTS = {
   bridge: "incusbr0",
@@ -106,5 +106,20 @@ Deno.test("parseProxyConfig refuses a wrong field by name, and broken YAML by li
       assert.ok(e.message.includes(msg), `${e.message} lacks ${msg}`);
       return true;
     }, text);
+  }
+});
+
+Deno.test("nftTables: the plain names on incusbr0, the bridge's name on any other (no clash)", () => {
+  assert.deepEqual(nftTables("incusbr0"), { guard: "isx_guard", connLimit: "isx_connlimit" });
+  assert.deepEqual(nftTables("isxtest1a2b3c"), {
+    guard: "isx_guard_isxtest1a2b3c",
+    connLimit: "isx_connlimit_isxtest1a2b3c",
+  });
+  assert.deepEqual(nftTables("My-Br.0"), {
+    guard: "isx_guard_my_br_0",
+    connLimit: "isx_connlimit_my_br_0",
+  });
+  for (const t of Object.values(nftTables("a-very-long-nam"))) {
+    assert.match(t, /^[a-z][a-z0-9_]{0,30}$/);
   }
 });

@@ -19,10 +19,15 @@ import {
 import { memberOnly } from "../callers/member.ts";
 import { loadCa } from "../tls/ca.ts";
 import { ClientRegistry, incusSource } from "../callers/clients.ts";
-import { BridgeGuard, GUARD_TABLE, nftBinary } from "../callers/guard.ts";
-import { CONN_LIMIT_TABLE, connLimitTable } from "../callers/conn_limit.ts";
+import { BridgeGuard, nftBinary } from "../callers/guard.ts";
+import { connLimitTable } from "../callers/conn_limit.ts";
 import { type CustomRule, loadCredentials, missingNamespaces } from "../config/credentials.ts";
-import { loadProxyConfig, type ProxyConfig, restartOnlyPart } from "../config/host_config.ts";
+import {
+  loadProxyConfig,
+  nftTables,
+  type ProxyConfig,
+  restartOnlyPart,
+} from "../config/host_config.ts";
 import { CommandSources } from "../config/command_source.ts";
 import { watchCredentials } from "../config/reload.ts";
 import { applyDns, bridgeGateway, dnsBlockCurrent } from "./dns.ts";
@@ -117,8 +122,8 @@ export async function startHostProxy(
     });
     const policy = new Policy(creds, policyConfig(config));
     const sources = new CommandSources();
-    // the tables are named by proxy.nft_prefix: another proxy's (a test's) are not ours
-    const tables = nftTables(config.nft_prefix);
+    // tables of this bridge's proxy (and proxy.nft_prefix): another proxy's are left alone
+    const tables = nftTables(config.bridge, config.nft_prefix);
     const guard = new BridgeGuard(nftBinary(), tables.guard);
     cleanup.unshift(() => guard.close());
     // on a cluster member (--target), only the instances it runs are callers of this proxy
@@ -340,13 +345,6 @@ export async function startHostProxy(
     for (const f of cleanup) await f();
     throw e;
   }
-}
-
-/** The proxy's nft tables for `proxy.nft_prefix` (`isx`: the historical names). */
-export function nftTables(prefix: string): { guard: string; connLimit: string } {
-  return prefix === "isx"
-    ? { guard: GUARD_TABLE, connLimit: CONN_LIMIT_TABLE }
-    : { guard: `${prefix}_guard`, connLimit: `${prefix}_connlimit` };
 }
 
 /** The follower that serves the proxy-only bridge's gateway (listeners and DNS). */

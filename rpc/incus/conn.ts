@@ -73,7 +73,11 @@ export class IncusConn {
     for (const [k, v] of Object.entries(opts.query ?? {})) {
       if (v !== undefined) q.set(k, String(v));
     }
-    if (this.project && !q.has("project")) q.set("project", this.project);
+    // Incus refuses a project next to `all-projects` (HTTP 400), so a client scoped to a
+    // project (`--project`, INCUS_PROJECT) still lists every project when asked to
+    if (this.project && !q.has("project") && q.get("all-projects") !== "true") {
+      q.set("project", this.project);
+    }
     if (opts.target) q.set("target", opts.target);
     const s = q.toString();
     return s ? `${base}?${s}` : base;

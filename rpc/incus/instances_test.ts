@@ -92,6 +92,19 @@ Deno.test("withProject scopes every call with ?project= and default sends none",
   }
 });
 
+Deno.test("a client scoped to a project sends no ?project= next to all-projects (Incus refuses both)", async () => {
+  await using fake = await startFakeIncusd([{ route: "GET /1.0/instances", metadata: [] }]);
+  const c = createIncusClient({ socket: fake.socket, project: "p1" });
+  try {
+    await c.call("GET", "/1.0/instances", { query: { recursion: 2, "all-projects": true } });
+    await c.call("GET", "/1.0/instances", { query: { "all-projects": false } });
+    const q = fake.requests.map((r) => [r.query.get("project"), r.query.get("all-projects")]);
+    assert.deepEqual(q, [[null, "true"], ["p1", "false"]]);
+  } finally {
+    c.close();
+  }
+});
+
 Deno.test("createInstance with a target sends ?target=", async () => {
   await using fake = await startFakeIncusd([{ route: "POST /1.0/instances", operation: {} }]);
   const c = createIncusClient({ socket: fake.socket });

@@ -7,17 +7,16 @@
  * @module
  */
 
-import { equal } from "node:assert/strict";
 import { createIncusClient, isNotFound } from "../../rpc/mod.ts";
-import { LIVE_SOCKET } from "./live.ts";
-import { IsxHome } from "../templates_env.ts";
+import { LIVE_PROJECT, LIVE_SOCKET } from "./live.ts";
+import { ensureBuilt } from "./built.ts";
 
 /** The template the lab copies. */
 export const AGENTS_TEMPLATE = Deno.env.get("ISX_TEST_AGENTS_TEMPLATE") || "tpl-agents";
 
 /** True when the template the lab copies exists. */
 export async function haveTemplate(): Promise<boolean> {
-  const c = createIncusClient({ socket: LIVE_SOCKET });
+  const c = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
   try {
     await c.getInstance(AGENTS_TEMPLATE);
     return true;
@@ -31,23 +30,11 @@ export async function haveTemplate(): Promise<boolean> {
 
 /**
  * Builds the template when it is missing (`isx build tpl-agents` in a throw-away isx home,
- * npm packages through the shared test cache), under a lock so parallel runs build it once.
- * The template stays: it is the one every later run copies.
+ * npm packages through the shared test cache), once per lab (tests/helpers/built.ts). It
+ * stays for the rest of the run and goes with the run's lab.
  */
 export async function ensureTemplate(): Promise<void> {
-  if (await haveTemplate()) return;
-  const lock = await Deno.open("/tmp/isx-tpl-agents.lock", { create: true, write: true });
-  try {
-    await lock.lock(true);
-    if (await haveTemplate()) return;
-    const cache = Deno.env.get("ISX_TEST_CACHE") ??
-      `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
-    await using home = new IsxHome({ cacheDir: cache });
-    const init = await home.isx(["init", "--yes"]);
-    equal(init.code, 0, init.stdout + init.stderr);
-    const r = await home.isx(["build", "-q", AGENTS_TEMPLATE], { timeoutMs: 1_800_000 });
-    equal(r.code, 0, `isx build ${AGENTS_TEMPLATE}: ${r.stdout}${r.stderr}`);
-  } finally {
-    lock.close();
-  }
+  const cache = Deno.env.get("ISX_TEST_CACHE") ??
+    `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
+  await ensureBuilt(AGENTS_TEMPLATE, { cacheDir: cache, timeoutMs: 1_800_000 });
 }

@@ -32,7 +32,7 @@ import {
 import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
 import { startMockOpenAI } from "../fakes/mock_openai.ts";
 import type { MockServer } from "../fakes/mock_model.ts";
-import { LIVE_SOCKET, removeInstance, testName } from "./live.ts";
+import { LIVE_BRIDGE, LIVE_PROJECT, LIVE_SOCKET, ofLab, removeInstance, testName } from "./live.ts";
 import { AGENTS_TEMPLATE } from "./_agents_template.ts";
 import { type LabProxy, startLabProxy } from "./_agents_proxy.ts";
 import { configureAgents, LOGIN_PROFILE, loginProfile } from "./_agents_config.ts";
@@ -47,7 +47,7 @@ export const REAL = {
 
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
 const SCRIPTS = "/opt/isx-runner";
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const CA_PATH = "/usr/local/share/ca-certificates/isx-proxy.crt";
 /** The tasks' working directory in the guest (a git repository). */
 export const PROJECT = "/home/agentuser/proj";
@@ -91,6 +91,7 @@ export class AgentsLab implements AsyncDisposable {
     this.#external = o.instance !== undefined;
     this.incus = createIncusClient({
       socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
       timeouts: { requestMs: SLOW_DAEMON_MS },
     });
   }
@@ -268,7 +269,7 @@ export class AgentsLab implements AsyncDisposable {
   async activity() {
     const port = this.#proxy!.addrs.health[0]!.port;
     const res = await fetch(`http://127.0.0.1:${port}/activity`);
-    return parseActivity(await res.json()).instances[this.name];
+    return ofLab(parseActivity(await res.json())).instances[this.name]; // <project>/<name>
   }
 
   /** Sends `signal` to the runner of a task's run (as a cancel's TERM reaches it). */

@@ -10,10 +10,20 @@ import {
   createIncusClient,
   type IncusClient,
   type IncusClientOptions,
-  isNotFound,
   resolveRemote,
 } from "../../rpc/mod.ts";
 import { ciRequiresIncus, liveGate } from "./live_gate.ts";
+import {
+  createLab,
+  type Lab,
+  labNames,
+  newLabId,
+  removeLab,
+  setActiveLab,
+  sweepLabs,
+} from "./lab.ts";
+
+export { removeInstance, testName, until } from "./incus_wait.ts";
 
 /** The socket live tests use. */
 export const LIVE_SOCKET = Deno.env.get("INCUS_SOCKET") || "/var/lib/incus/unix.socket";
@@ -29,9 +39,23 @@ export const LIVE_REMOTE: string | undefined = Deno.env.get("ISX_TEST_INCUS_REMO
 
 const NOWHERE = "/nonexistent/isx-test/unix.socket";
 
+/**
+ * The lab this test file runs in (tests/helpers/lab.ts): the suite's (`ISX_TEST_LAB`, made by
+ * scripts/test.sh through tests/guest/user_side.ts) or one of this file's own, made below
+ * and removed after its last test.
+ */
+const SUITE_LAB = Deno.env.get("ISX_TEST_LAB") || undefined;
+export const LAB: Lab = labNames(SUITE_LAB ?? newLabId());
+/** The Incus project every live test works in (never the user's). */
+export const LIVE_PROJECT: string = LAB.project;
+/** The bridge live instances are on and test proxies listen on (never the user's). */
+export const LIVE_BRIDGE: string = LAB.bridge;
+/** The proxy-only bridge of tests that need one (never `isxproxy0`, which the user's proxy serves). */
+export const LIVE_PROXY_ONLY_BRIDGE: string = LAB.proxyOnlyBridge;
+
 /** The client options of the live incusd: the socket, or {@link LIVE_REMOTE} over HTTPS. */
 export function liveIncusOptions(): IncusClientOptions {
-  if (!LIVE_REMOTE) return { socket: LIVE_SOCKET };
+  if (!LIVE_REMOTE) return { socket: LIVE_SOCKET, project: LIVE_PROJECT };
   const confDir = Deno.env.get("INCUS_CONF") || `${Deno.env.get("HOME") ?? "/root"}/.config/incus`;
   const read = (path: string) => {
     try {
@@ -45,7 +69,7 @@ export function liveIncusOptions(): IncusClientOptions {
   if (!("url" in ep)) {
     throw new Error(`ISX_TEST_INCUS_REMOTE=${LIVE_REMOTE} is not an HTTPS remote`);
   }
-  return { url: ep.url, tls: ep.tls };
+  return { url: ep.url, tls: ep.tls, project: LIVE_PROJECT };
 }
 
 /** A client of the live incusd (see {@link liveIncusOptions}). */
@@ -53,10 +77,10 @@ export function liveIncus(extra: Partial<IncusClientOptions> = {}): IncusClient 
   return createIncusClient({ ...liveIncusOptions(), ...extra });
 }
 
-/** The global flags a spawned `isb`/`isx` gets to reach the live incusd. */
+/** The global flags a spawned `isb`/`isx` gets to reach the live incusd, in the lab's project. */
 export const LIVE_ARGS: readonly string[] = LIVE_REMOTE
-  ? ["--socket", NOWHERE, "--remote", LIVE_REMOTE]
-  : ["--socket", LIVE_SOCKET];
+  ? ["--socket", NOWHERE, "--remote", LIVE_REMOTE, "--project", LIVE_PROJECT]
+  : ["--socket", LIVE_SOCKET, "--project", LIVE_PROJECT];
 
 /** The image live tests launch (built by scripts/host-setup.sh). */
 export const LIVE_IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
@@ -100,47 +124,63 @@ if (reason !== undefined) {
 /** True when the live tests are ignored (no incusd). */
 export const NO_INCUS: boolean = reason !== undefined;
 
-/** A unique instance name for a test: `t-<area>-<random>`. */
-export function testName(area: string): string {
-  return `t-${area}-${crypto.randomUUID().slice(0, 8)}`;
+let ownLab = false;
+
+/**
+ * Removes this process's own lab (not the suite's). `deno test` does it after a file's last
+ * test; a script run with `deno run` (tests/live/_record_fixtures.ts) calls it when done, or
+ * the next run's sweep does.
+ */
+export async function closeLiveLab(): Promise<void> {
+  if (!ownLab) return;
+  const c = liveIncus({ timeouts: { requestMs: 120_000 } });
+  try {
+    await removeLab(c, LAB);
+    ownLab = false;
+  } finally {
+    c.close();
+  }
 }
 
-/** Deletes `name` whatever state it is in, retrying while Incus is still busy with it. */
-export async function removeInstance(incus: IncusClient, name: string): Promise<void> {
-  let absent = 0;
-  let seen = false;
-  const until = Date.now() + 120_000;
-  while (Date.now() < until) {
-    try {
-      await incus.getInstance(name);
-      seen = true;
-    } catch (e) {
-      // A create that timed out on our side may still land: look a few times before leaving.
-      if (isNotFound(e) && (seen || ++absent >= 5)) return;
-      if (isNotFound(e)) {
-        await new Promise((r) => setTimeout(r, 2000));
-        continue;
-      }
+if (!NO_INCUS) {
+  const incus = liveIncus({ timeouts: { requestMs: 120_000 } });
+  try {
+    if (SUITE_LAB) {
+      // made by the suite's first step; a missing one is an error, not a reason to use the user's
+      await incus.withProject("default").call("GET", `/1.0/projects/${LAB.project}`).catch((e) => {
+        throw new Error(`ISX_TEST_LAB=${SUITE_LAB}: no lab project ${LAB.project}: ${e.message}`);
+      });
+    } else {
+      await sweepLabs(incus);
+      await createLab(incus, LAB.id);
+      ownLab = true;
+      Deno.test.afterAll(closeLiveLab);
     }
-    await incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
-    await incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});
-    await new Promise((r) => setTimeout(r, 1000)); // retry pace, not a wait for a state
+  } finally {
+    incus.close();
   }
-  throw new Error(`could not delete test instance ${name}`);
+  setActiveLab(LAB);
+  // every isb/isx a test starts works in the lab's project unless it says otherwise; the
+  // variable is the process's, so the next test file (maybe not a live one) gets it back
+  const was = Deno.env.get("INCUS_PROJECT");
+  Deno.env.set("INCUS_PROJECT", LIVE_PROJECT);
+  Deno.test.afterAll(() => {
+    if (was === undefined) Deno.env.delete("INCUS_PROJECT");
+    else Deno.env.set("INCUS_PROJECT", was);
+  });
 }
 
-/** Polls `probe` every `everyMs` until it gives a value; after `ms` throws naming `what`. */
-export async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  ms = 60_000,
-  everyMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/**
+ * A proxy's `/activity` as the lab's instances: the proxy names an instance outside the
+ * default project `<project>/<name>` (proxy/callers/_identity.ts); this keeps the lab's,
+ * under their bare names, so a test looks its instances up by the names it gave them.
+ */
+export function ofLab<E, T extends { instances: Record<string, E> }>(activity: T): T {
+  const prefix = `${LIVE_PROJECT}/`;
+  const instances = Object.fromEntries(
+    Object.entries(activity.instances).filter(([k]) => k.startsWith(prefix)).map((
+      [k, v],
+    ) => [k.slice(prefix.length), v]),
+  );
+  return { ...activity, instances };
 }

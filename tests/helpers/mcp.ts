@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import Ajv2020 from "ajv/dist/2020.js";
+import { activeLab, labProxyYaml } from "./lab.ts";
 import { programArgs, type ProgramHandle, ROOT, spawnProgram } from "./spawn.ts";
 
 /** A throwaway user: HOME and XDG dirs under one temp directory. */
@@ -44,9 +45,10 @@ export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
   const stateDir = `${dir}/state/isx`;
   Deno.mkdirSync(configDir, { recursive: true });
   Deno.mkdirSync(stateDir, { recursive: true });
-  // the proxy's ops port is one nothing answers on: preflight and activity see no proxy
+  // the lab's bridges (tests/helpers/lab.ts), and an ops port nothing answers on:
+  // preflight and activity see no proxy
   if (opts.init ?? true) {
-    Deno.writeTextFileSync(`${configDir}/config.yaml`, "proxy:\n  ports: {health: 9}\n");
+    Deno.writeTextFileSync(`${configDir}/config.yaml`, labProxyYaml());
   }
   if (opts.mcp !== undefined) Deno.writeTextFileSync(`${configDir}/mcp.yaml`, opts.mcp);
   return {
@@ -61,6 +63,9 @@ export function makeHome(opts: { init?: boolean; mcp?: string } = {}): McpHome {
       XDG_RUNTIME_DIR: "",
       ISX_PROG: "isx",
       NO_COLOR: "1",
+      // a live test's lab project (tests/helpers/lab.ts), also where the env is written out
+      // for a shell of its own (tmux)
+      ...(activeLab() ? { INCUS_PROJECT: activeLab()!.project } : {}),
       // the child's HOME moves; its module cache stays where this test's is
       DENO_DIR: Deno.env.get("DENO_DIR") ||
         `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`,

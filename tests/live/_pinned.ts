@@ -14,7 +14,7 @@ import {
   pinnedNic,
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
-import { LIVE_IMAGE } from "../helpers/live.ts";
+import { LIVE_BRIDGE, LIVE_IMAGE } from "../helpers/live.ts";
 import { until } from "../helpers/live.ts";
 
 /** The stamps the proxy trusts with credentials (with a pinned NIC). */
@@ -44,7 +44,7 @@ export async function launchPinned(
   name: string,
   opts: { stamps?: Record<string, string>; image?: string; bridge?: string } = {},
 ): Promise<string> {
-  const bridge = opts.bridge ?? "incusbr0";
+  const bridge = opts.bridge ?? LIVE_BRIDGE;
   const [cidr, taken] = await Promise.all([
     bridgeCidr(incus, bridge),
     takenAddresses(incus, bridge),

@@ -1,6 +1,7 @@
 /**
  * The proxy-only checks of tests/live/templates_test.ts, from inside a real proxy-only
- * branch: its address is on isx's proxy-only bridge, its proxy settings name that bridge's
+ * branch: its address is on the lab's proxy-only bridge (tests/helpers/lab.ts; never the
+ * user's `isxproxy0`, whose gateway the user's proxy serves), its proxy settings name that bridge's
  * gateway, an intercepted (test-only) name resolves to the gateway, a real proxy serving the
  * gateway (`startProxy` + `addListen` on 443/3128, upstream a loopback stand-in) answers it
  * both directly and through `HTTPS_PROXY`, and a host listener on every address (which a
@@ -12,7 +13,8 @@
 
 import assert from "node:assert/strict";
 import { type IncusClient, isNotFound } from "../../rpc/mod.ts";
-import { execRecorded, KEY_ISX_ROLE, PROXY_ONLY_BRIDGE } from "../../mcp/mod.ts";
+import { execRecorded, KEY_ISX_ROLE } from "../../mcp/mod.ts";
+import { LIVE_BRIDGE, LIVE_PROXY_ONLY_BRIDGE } from "../helpers/live.ts";
 import { ClientRegistry, incusSource, loadCa, Policy, startProxy } from "../../proxy/mod.ts";
 import { emptyCredentials } from "../../proxy/config/credentials.ts";
 import { applyDns } from "../../proxy/host/dns.ts";
@@ -21,10 +23,10 @@ import { loopbackListen } from "../helpers/proxy.ts";
 
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
 
-/** Whether the proxy-only bridge existed before the test (then it is never deleted). */
+/** Whether the lab's proxy-only bridge existed before the test (then it is never deleted). */
 export async function bridgeExists(c: IncusClient): Promise<boolean> {
   try {
-    await c.getNetwork(PROXY_ONLY_BRIDGE);
+    await c.getNetwork(LIVE_PROXY_ONLY_BRIDGE);
     return true;
   } catch (e) {
     if (isNotFound(e)) return false;
@@ -36,11 +38,11 @@ export async function bridgeExists(c: IncusClient): Promise<boolean> {
 export async function removeBridgeIfMade(c: IncusClient, existed: boolean): Promise<void> {
   if (existed) return;
   try {
-    const net = (await c.getNetwork(PROXY_ONLY_BRIDGE)).value;
+    const net = (await c.getNetwork(LIVE_PROXY_ONLY_BRIDGE)).value;
     if (net.config[KEY_ISX_ROLE] !== "proxy-only") return;
     if ((net.used_by ?? []).length > 0) return; // someone else's proxy-only instance
-    await c.deleteNetwork(PROXY_ONLY_BRIDGE, { step: "cleanup" });
-    await c.deleteNetworkAcl(`isx-proxy-only-${PROXY_ONLY_BRIDGE}`, { step: "cleanup" });
+    await c.deleteNetwork(LIVE_PROXY_ONLY_BRIDGE, { step: "cleanup" });
+    await c.deleteNetworkAcl(`isx-proxy-only-${LIVE_PROXY_ONLY_BRIDGE}`, { step: "cleanup" });
   } catch (e) {
     if (!isNotFound(e)) throw e;
   }
@@ -65,11 +67,11 @@ export async function proxyOnlyChecks(
     "--no-preflight",
   ]);
   assert.equal(r.code, 0, r.stderr);
-  const net = (await c.getNetwork(PROXY_ONLY_BRIDGE)).value;
+  const net = (await c.getNetwork(LIVE_PROXY_ONLY_BRIDGE)).value;
   assert.equal(net.config[KEY_ISX_ROLE], "proxy-only");
   assert.equal(net.config["ipv4.nat"], "false");
   const gw2 = net.config["ipv4.address"]!.split("/")[0]!;
-  const gw1 = (await c.getNetwork("incusbr0")).value.config["ipv4.address"]!.split("/")[0]!;
+  const gw1 = (await c.getNetwork(LIVE_BRIDGE)).value.config["ipv4.address"]!.split("/")[0]!;
   const ipOf = async (n: string) =>
     (await c.getInstanceState(n)).network?.eth0?.addresses.find((a) => a.family === "inet")
       ?.address;
@@ -105,7 +107,7 @@ export async function proxyOnlyChecks(
       upstreamOverrides: { [domain]: `http://127.0.0.1:${origin.addr.port}` },
     });
     await proxy.addListen({ hostname: gw2, tls: 443, forward: 3128 });
-    await applyDns(c, PROXY_ONLY_BRIDGE, { names: policy.dnsNames(), gateway: gw2, tag });
+    await applyDns(c, LIVE_PROXY_ONLY_BRIDGE, { names: policy.dnsNames(), gateway: gw2, tag });
 
     const P = stray.addr.port;
     const control = await sh(c, o.full, `curl -sS --noproxy '*' --max-time 5 http://${gw1}:${P}/`);
@@ -176,7 +178,7 @@ export async function proxyOnlyChecks(
     );
     assert.equal(peer.stdout, "closed\n", "proxy-only instances do not reach each other");
   } finally {
-    await applyDns(c, PROXY_ONLY_BRIDGE, { names: [], gateway: gw2, tag }).catch(() => {});
+    await applyDns(c, LIVE_PROXY_ONLY_BRIDGE, { names: [], gateway: gw2, tag }).catch(() => {});
     await proxy?.close();
     await registry.close();
     ac.abort();

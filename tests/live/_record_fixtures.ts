@@ -9,7 +9,8 @@
 
 import { agentLaunch, type AgentName } from "../../guest/agents/mod.ts";
 import { execRecorded } from "../../mcp/mod.ts";
-import { AgentsLab } from "../helpers/agents_lab.ts";
+import { AgentsLab, ensureTemplate } from "../helpers/agents_lab.ts";
+import { closeLiveLab } from "../helpers/live.ts";
 
 const OUT = new URL("../../guest/agents/testdata/", import.meta.url).pathname;
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
@@ -66,6 +67,11 @@ if (import.meta.main) {
   Deno.mkdirSync(OUT, { recursive: true });
   const agents =
     (Deno.args.length ? Deno.args : ["claude", "codex", "pi", "opencode"]) as AgentName[];
-  await using lab = await AgentsLab.open();
-  for (const a of agents) await record(lab, a);
+  try {
+    await ensureTemplate(); // in this run's lab (tests/helpers/lab.ts)
+    await using lab = await AgentsLab.open();
+    for (const a of agents) await record(lab, a);
+  } finally {
+    await closeLiveLab();
+  }
 }

@@ -7,7 +7,14 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
@@ -41,7 +48,11 @@ Deno.test({
     const p = testName("acc");
     const [tpl, inst] = [`${p}-tpl`, `${p}-i`];
     await using home = new IsxHome();
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     try {
       await ensureCa(`${home.stateDir}/ca`);
       home.define("templates", tpl, `image: ${LIVE_IMAGE}\naccounts: { anthropic: work }\n`);
@@ -144,7 +155,9 @@ Deno.test({
         "the proxy's listing of the instance resolves pins > template and fails closed",
         async () => {
           const policy = new Policy(parseCredentials(CREDS));
-          const info = (await incusSource(c).listInstances()).find((i) => i.name === inst)!;
+          // outside the default project the proxy's listing names it `<project>/<name>`
+          const listed = `${LIVE_PROJECT}/${inst}`;
+          const info = (await incusSource(c).listInstances()).find((i) => i.name === listed)!;
           assert.deepEqual(info.pins, { claude: "other", github: "me" });
           assert.deepEqual(info.templateAccounts, { claude: "work" });
           const req = { host: "api.anthropic.com", path: "/v1/messages" };
@@ -162,7 +175,7 @@ Deno.test({
           );
           let r = await home.isx(["proxy", "account", "set", inst, "claude=sub"]);
           assert.equal(r.code, 0, r.stderr);
-          const pins = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          const pins = (await incusSource(c).listInstances()).find((i) => i.name === listed)!.pins;
           const mode = policy.route(req, { ...who, pins });
           assert.ok(
             mode.kind === "fail" &&
@@ -170,7 +183,7 @@ Deno.test({
           );
           r = await home.isx(["proxy", "account", "unset", inst, "claude"]);
           assert.equal(r.code, 0, r.stderr);
-          const after = (await incusSource(c).listInstances()).find((i) => i.name === inst)!.pins;
+          const after = (await incusSource(c).listInstances()).find((i) => i.name === listed)!.pins;
           assert.deepEqual(after, { github: "me" });
           const tplOnly = policy.route(req, { ...who, pins: after });
           assert.ok(

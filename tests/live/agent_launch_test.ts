@@ -9,7 +9,14 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { createTaskEngine } from "../../mcp/tasks/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,7 +31,7 @@ Deno.test({
   ignore: NO_INCUS,
   async fn(t) {
     const name = testName("agentlock");
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const engine = createTaskEngine({ incus });
     const tag = crypto.randomUUID().slice(0, 4).replace(/[^a-z0-9]/g, "a");
     const id = (n: number) => `t${n}-${tag}`;

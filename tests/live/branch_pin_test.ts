@@ -14,19 +14,27 @@ import {
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
 import { startLong } from "../../mcp/host/waits.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { addressOf } from "./_pinned.ts";
 
 Deno.test({
   name: "startPinned moves a branch off an address another NIC names and starts it",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const [x, y] = [testName("pinx"), testName("piny")];
     try {
       const [cidr, taken] = await Promise.all([
-        bridgeCidr(incus, "incusbr0"),
-        takenAddresses(incus, "incusbr0"),
+        bridgeCidr(incus, LIVE_BRIDGE),
+        takenAddresses(incus, LIVE_BRIDGE),
       ]);
       const q = pickAddress(cidr, taken);
       const create = (name: string) =>
@@ -34,15 +42,15 @@ Deno.test({
           name,
           source: { type: "image", alias: LIVE_IMAGE },
           config: { "user.incus-spawn.static-ip": q },
-          devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: "incusbr0" }, q) },
+          devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: LIVE_BRIDGE }, q) },
         }, { step: `create ${name}` });
       await create(x); // holds q, stopped: Incus still counts it
       await create(y);
-      ok((await takenAddresses(incus, "incusbr0")).has(q), "a stopped NIC's address is taken");
+      ok((await takenAddresses(incus, LIVE_BRIDGE)).has(q), "a stopped NIC's address is taken");
       const got = await startPinned(incus, {
         name: y,
         device: "eth0",
-        network: "incusbr0",
+        network: LIVE_BRIDGE,
         address: q,
         stampKey: "user.incus-spawn.static-ip",
         start: () => startLong(incus, y, `start ${y}`),

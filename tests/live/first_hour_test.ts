@@ -12,7 +12,16 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LAB,
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
+import { LAB_PREFIX, labProxyYaml } from "../helpers/lab.ts";
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
 import {
@@ -61,9 +70,13 @@ Deno.test({
     const tpl = `${p}-tpl`;
     const port = () => 20000 + Math.floor(Math.random() * 20000);
     const ports = { tls: port(), forward: port(), health: port() };
-    await using home = new IsxHome();
+    await using home = new IsxHome({ config: false }); // isx init writes it
     await using other = new IsxHome();
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     const made: string[] = [];
     const isx = async (args: string[], code: number) => {
       const r = await home.isx(args);
@@ -79,11 +92,12 @@ Deno.test({
           const cfg = `${home.configDir}/config.yaml`;
           const text = Deno.readTextFileSync(cfg);
           assert.ok(text.includes("\n  bridge: incusbr0\n"), text);
+          // the lab's bridges, not the user's (whose gateway and nft tables their proxy has)
           Deno.writeTextFileSync(
             cfg,
             text.replace(
               "\n  bridge: incusbr0\n",
-              `\n  bridge: incusbr0\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+              `\n  bridge: ${LAB.bridge}\n  proxy_only_bridge: ${LAB.proxyOnlyBridge}\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
             ),
           );
           const creds = Deno.readTextFileSync(`${home.configDir}/credentials.yaml`);
@@ -260,7 +274,7 @@ Deno.test({
     Deno.mkdirSync(home.configDir, { recursive: true });
     Deno.writeTextFileSync(
       `${home.configDir}/config.yaml`,
-      `proxy:\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+      labProxyYaml(LAB, ports, "  dns: false\n"),
     );
     const script = `${home.stateDir}/proxy/boot.sh`;
     try {
@@ -291,8 +305,12 @@ Deno.test({
   name: "isx proxy status: running, waiting_for_dns, stale_dns, not_running, stale_gateway",
   ignore: NO_INCUS,
   async fn(t) {
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
-    const bridge = `fh${crypto.randomUUID().slice(0, 6)}`;
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
+    const bridge = `${LAB_PREFIX}f${LAB.id}`; // a test-made name (tests/helpers/lab.ts)
     const used = new Set(
       (await c.call("GET", "/1.0/networks", { query: { recursion: 1 } }).then((r) =>
         r.kind === "sync" ? r.metadata as { config?: Record<string, string> }[] : []
@@ -317,7 +335,7 @@ Deno.test({
     Deno.mkdirSync(home.configDir, { recursive: true });
     Deno.writeTextFileSync(
       `${home.configDir}/config.yaml`,
-      `proxy:\n  bridge: ${bridge}\n  ports: { tls: ${port()}, forward: ${port()}, health: ${port()} }\n`,
+      `proxy:\n  bridge: ${bridge}\n  proxy_only_bridge: ${LAB.proxyOnlyBridge}\n  ports: { tls: ${port()}, forward: ${port()}, health: ${port()} }\n`,
     );
     const status = async (want: string, code: number) => {
       const r = await home.isx(["proxy", "status", "--json"]);
@@ -377,7 +395,11 @@ Deno.test({
   name: "CA repair reads no planted giant bundle or linked certificate from the guest",
   ignore: NO_INCUS,
   async fn() {
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     const name = testName("fhca");
     const [a, b] = [await createCa(), await createCa()];
     try {

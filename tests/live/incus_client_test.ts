@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { ensureHttps, pemFingerprint } from "../helpers/incus_remote.ts";
 import {
   collect,
@@ -49,7 +49,7 @@ Deno.test({
   name: "IncusClient drives a real incusd: lifecycle, exec, files, ETags, events, HTTPS",
   ignore: NO_INCUS,
   async fn(t) {
-    const c = createIncusClient({ socket: LIVE_SOCKET });
+    const c = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const a = testName("incus-a");
     const b = testName("incus-b");
     try {
@@ -185,7 +185,8 @@ Deno.test({
             await c.startInstance(b, { step: `start instance ${b}` });
             const seen = await firstEvent(events, (e) =>
               e.metadata.action === "instance-started" &&
-              e.metadata.source === `/1.0/instances/${b}`);
+              // outside the default project the source names it
+              e.metadata.source === `/1.0/instances/${b}?project=${LIVE_PROJECT}`);
             assert.ok(seen);
           } finally {
             events.close();
@@ -218,7 +219,7 @@ async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<vo
   const url = await ensureHttps(c);
   const info = await c.serverInfo();
   const dir = await Deno.makeTempDir({ prefix: "isx-tls-" });
-  const name = `isx-test-${crypto.randomUUID().slice(0, 8)}`;
+  const name = `isxtest-cl-${crypto.randomUUID().slice(0, 8)}`; // a test-made name (lab.ts)
   let fingerprint = "";
   try {
     const gen = await new Deno.Command("openssl", {
@@ -251,7 +252,11 @@ async function withHttps(c: IncusClient, fn: (remote: IncusClient) => Promise<vo
       body: { type: "client", name, certificate: der, restricted: false },
     });
     const serverCert = String(info.environment.certificate ?? "");
-    const remote = createIncusClient({ url, tls: { cert, key, caCerts: [serverCert] } });
+    const remote = createIncusClient({
+      url,
+      tls: { cert, key, caCerts: [serverCert] },
+      project: LIVE_PROJECT,
+    });
     try {
       await fn(remote);
     } finally {

@@ -16,7 +16,13 @@
 import assert from "node:assert/strict";
 import { NO_INCUS } from "../helpers/live.ts";
 import { call, connect, makeHome, refusal, settle, templateEntry } from "../helpers/mcp.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
+import {
+  AGENTS_TEMPLATE,
+  AgentsLab,
+  ensureTemplate,
+  PROJECT,
+  REAL,
+} from "../helpers/agents_lab.ts";
 import type { MockRequest } from "../fakes/mock_model.ts";
 import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
 
@@ -24,7 +30,7 @@ const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
 // the other agents tried as summary_agent (ISX_TEST_ASK_AGENTS=none skips them)
 const OTHERS = (Deno.env.get("ISX_TEST_ASK_AGENTS") || "codex,pi,opencode").split(",")
   .filter((a) => ["codex", "pi", "opencode"].includes(a));
-const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(`ask live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);

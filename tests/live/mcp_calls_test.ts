@@ -10,10 +10,13 @@
 import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, rawServer, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,7 +27,7 @@ Deno.test({
     "exec progress carries the last line at most 1/s; a cancelled exec kills its command; SIGTERM releases",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     try {
       const c = await connect(h, "legacy", { extra: NP });
@@ -193,7 +196,7 @@ Deno.test({
     "create_instance from_instance forks a stopped held instance without its tasks or stamps; a running source is wrong_state",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     try {
       const c = await connect(h, "modern", { extra: NP });

@@ -12,11 +12,20 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type Instance } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, rawServer } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const NP = ["--no-preflight"];
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
 
@@ -25,7 +34,7 @@ const until = <T>(what: string, f: () => Promise<T | undefined>, ms: number) =>
 
 /** A live-test home, its key, and the instances carrying that key. */
 function setup() {
-  const incus = createIncusClient({ socket: LIVE_SOCKET });
+  const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
   const h: McpHome = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
   const key = `kill-${crypto.randomUUID().slice(0, 8)}`;
   const underKey = async () =>

@@ -20,12 +20,12 @@ import type { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
 import { BUILTIN_TEMPLATES } from "../../mcp/templates/builtin.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
+import { AGENTS_TEMPLATE, AgentsLab, ensureTemplate, PROJECT } from "../helpers/agents_lab.ts";
 
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(`keyed delegate live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);
@@ -63,7 +63,7 @@ Deno.test({
   name: "a keyed delegate with template finds its first attempt across sessions",
   ignore: !HAVE,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
     // the same template, air-gapped (network is not part of the definition hash)
     const def = BUILTIN_TEMPLATES[AGENTS_TEMPLATE];
@@ -156,7 +156,7 @@ Deno.test({
   name: "two delegations to one instance at the same moment: exactly one agent starts",
   ignore: !HAVE,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
     const a = await connect(h, "legacy", { extra: ["--no-preflight"] });
     let b: Client | undefined;

@@ -15,7 +15,7 @@
 import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
 import {
   call,
   checkResult,
@@ -27,13 +27,19 @@ import {
   templateEntry,
 } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT, REAL } from "../helpers/agents_lab.ts";
+import {
+  AGENTS_TEMPLATE,
+  AgentsLab,
+  ensureTemplate,
+  PROJECT,
+  REAL,
+} from "../helpers/agents_lab.ts";
 
 // every agent by default (about 20 s more than two; nothing skipped in CI);
 // ISX_TEST_DELEGATE_AGENTS=claude,codex narrows the per-agent steps by hand
 const AGENTS = (Deno.env.get("ISX_TEST_DELEGATE_AGENTS") || "claude,codex,pi,opencode").split(",");
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(`delegate live tests skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`);
@@ -294,7 +300,7 @@ Deno.test({
   name: "delegate as an MCP task on the wire: tasks/result gives the started agent task",
   ignore: !HAVE,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${AGENTS_TEMPLATE}]\n` });
     const { env } = mcpCommand(h);
     const p = spawnProgram(["mcp", "--no-preflight"], { env, prog: "isx", cwd: h.dir });

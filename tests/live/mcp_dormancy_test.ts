@@ -16,10 +16,19 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps, stampConfig } from "../../mcp/host/stamps.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const NP = ["--no-preflight"];
 const KEY = `dorm-${crypto.randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -41,7 +50,7 @@ Deno.test({
     "a quiet orphan kept only by an agent run is stopped as dormant by the sweep; adoption restarts it",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({
       mcp: `templates: [${TEMPLATE}]\norphan-grace-hours: 0\ndormant-after-hours: 0\n` +
         `dormant-grace-hours: 5\n`,
@@ -159,7 +168,7 @@ Deno.test({
     "a stopped dormant orphan lives dormant-grace-hours after its stop, then the sweep destroys it",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({
       mcp: `templates: [${TEMPLATE}]\norphan-grace-hours: 0\ndormant-grace-hours: 5\n`,
     });
@@ -213,7 +222,7 @@ Deno.test({
   name: "the sweep spares an idle orphan past its grace while a person is on a terminal in it",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\norphan-grace-hours: 0\n` });
     const exists = async (n: string) => (await incus.listInstances()).some((i) => i.name === n);
     try {

@@ -18,15 +18,21 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
 import { call, checkResult, connect, makeHome, type McpHome, refusal } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, AgentsLab, haveTemplate, PROJECT } from "../helpers/agents_lab.ts";
+import { AGENTS_TEMPLATE, AgentsLab, ensureTemplate, PROJECT } from "../helpers/agents_lab.ts";
 
 const HAVE_TMUX = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" })
   .output().then((o) => o.success, () => false);
 const WANTED = Deno.env.get("ISX_TEST_AGENTS") !== "0";
-const HAVE = !NO_INCUS && WANTED && HAVE_TMUX && await haveTemplate();
+const HAVE = !NO_INCUS && WANTED && HAVE_TMUX && await ensureTemplate().then(() => true); // built in this run's lab
 if (!NO_INCUS && WANTED && !HAVE) {
   // deno-lint-ignore no-console
   console.error(
@@ -317,7 +323,7 @@ Deno.test({
       if (instance) await call(c, "destroy_instance", { instance }).catch(() => {});
       await c.close();
       // whatever this test's server made, even a create that failed half-way
-      const incus = createIncusClient({ socket: LIVE_SOCKET });
+      const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
       for (const i of await incus.listInstances().catch(() => [])) {
         if (readStamps(i.config)["mcp-owner"]?.endsWith(`:${h.stateDir}`)) {
           await removeInstance(incus, i.name).catch(() => {});

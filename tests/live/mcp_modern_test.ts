@@ -12,11 +12,20 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until as poll } from "../helpers/live.ts";
+import {
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  until as poll,
+} from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, checkResult, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,7 +71,7 @@ Deno.test({
     "a stateless client: discover, keyed create, subscriptions/listen delivers task changes, unsubscribed is never polled",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     let client: Client | undefined;
     try {
@@ -157,7 +166,7 @@ Deno.test({
     "MCP tasks on the wire: a handshake task (tasks/get, tasks/result, tasks/list) and a 2026 tasks-extension task (resultType task, tasks/get with the result)",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
     const { env } = mcpCommand(h);
     const p = spawnProgram(["mcp", ...NP], { env, prog: "isx", cwd: h.dir });

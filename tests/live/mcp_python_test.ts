@@ -15,11 +15,14 @@
 import assert from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { checkResult, makeHome, mcpCommand } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 const VENV = Deno.env.get("ISX_TEST_PYVENV") ||
   `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/isx-test/pyvenv`;
 
@@ -44,7 +47,7 @@ async function flow(mode: "legacy" | "modern"): Promise<void> {
       `the Python venv with mcp==2.3.0 is missing at ${VENV}: run bash scripts/test.sh ` +
         `(it makes it) or python3 -m venv ${VENV} && ${VENV}/bin/pip install mcp==2.3.0`,
     );
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const built = await incus.getInstance(TEMPLATE).then(
       (i) => readStamps(i.value.config)["type"] === "base",
       () => false,

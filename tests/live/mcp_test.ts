@@ -13,11 +13,14 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/client";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, until } from "../helpers/live.ts";
+import { LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, removeInstance, until } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { call, connect, makeHome, mcpCommand, type McpHome, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts): never the user's tpl-minimal
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
 /** No proxy runs in these tests (its port is 9): the preflight is skipped, as isx branch --no-preflight. */
 const NP = ["--no-preflight"];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -61,7 +64,7 @@ Deno.test({
     "isx mcp runs the program flow on real Incus, in handshake mode, with every tool's result schema-checked",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = home("max-instances: 1\n");
     try {
       if (!await templateBuilt(incus)) {
@@ -292,7 +295,7 @@ Deno.test({
     "a second session adopts the first's instance with force; the first is told released and refused not_held; orphans are adoptable after the end",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = home();
     try {
       const a = await connect(h, "legacy", { experimental: true, extra: NP });
@@ -383,7 +386,7 @@ Deno.test({
     "the orphan sweep of a new session destroys an idle orphan past its grace, spares one with a running task and a kept one; kept refuses adoption and its key",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const h = home("orphan-grace-hours: 0\n");
     const exists = async (n: string) => (await incus.listInstances()).some((i) => i.name === n);
     try {

@@ -1,19 +1,33 @@
 /**
  * `isx proxy start`, `status`, `activity` and `stop` manage a background proxy through its pid,
- * token and log files, against the real Incus (loopback listeners; bridge DNS management off):
+ * token and log files, against the real Incus (loopback listeners; bridge DNS management off;
+ * the lab's bridge, so its nft tables are not the user's proxy's):
  * the activity listing holds the instance this test created, with no traffic counted.
  */
 
 import { equal, ok } from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LAB,
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
+import { labProxyYaml } from "../helpers/lab.ts";
+import { nftTables } from "../../proxy/config/host_config.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
 
+// the limit of a proxy on the lab's bridge: the user's proxy keeps `inet isx_connlimit`
+const TABLE = nftTables(LAB.bridge).connLimit;
+
 async function nftTable(): Promise<string> {
   const out = await new Deno.Command("nft", {
-    args: ["list", "table", "inet", "isx_connlimit"],
+    args: ["list", "table", "inet", TABLE],
     stdout: "piped",
     stderr: "null",
   }).output();
@@ -36,7 +50,7 @@ Deno.test({
   name: "isx proxy start, status, activity and stop manage a background proxy",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const name = testName("hard-pcli");
     const home = await Deno.makeTempDir();
     const port = () => 20000 + Math.floor(Math.random() * 20000);
@@ -44,7 +58,7 @@ Deno.test({
     await Deno.mkdir(`${home}/.config/isx`, { recursive: true });
     await Deno.writeTextFile(
       `${home}/.config/isx/config.yaml`,
-      `proxy:\n  gateway: 127.0.0.1\n  dns: false\n  ports: { tls: ${ports.tls}, forward: ${ports.forward}, health: ${ports.health} }\n`,
+      labProxyYaml(LAB, ports, "  gateway: 127.0.0.1\n  dns: false\n"),
     );
     const env = {
       HOME: home,
@@ -80,7 +94,8 @@ Deno.test({
       const activity = await runIsx(["proxy", "activity", "--json"], env);
       equal(activity.code, 0, `activity --json failed: ${activity.err}`);
       const records = JSON.parse(activity.out) as Record<string, unknown>[];
-      const mine = records.filter((r) => r.instance === name);
+      // outside the default project the proxy names an instance `<project>/<name>`
+      const mine = records.filter((r) => r.instance === `${LIVE_PROJECT}/${name}`);
       equal(mine.length, 1, `${name} is not listed once in ${activity.out.slice(0, 2000)}`);
       equal(mine[0]!.requests, 0, activity.out);
       ok("counting_since" in mine[0]!, activity.out);

@@ -7,7 +7,14 @@
  */
 
 import { equal } from "node:assert/strict";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { nftBinary } from "../../proxy/callers/guard.ts";
@@ -34,23 +41,23 @@ Deno.test({
     "proxy: a guest holds at most perSource connections to a proxy port, however the proxy drops them",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const name = testName("cl");
-    const gateway = await bridgeGateway(incus, "incusbr0");
-    if (!gateway) throw new TypeError("incusbr0 has no IPv4 address");
+    const gateway = await bridgeGateway(incus, LIVE_BRIDGE);
+    if (!gateway) throw new TypeError("the lab bridge has no IPv4 address");
     const listener = Deno.listen({ hostname: gateway, port: 0, transport: "tcp" });
     const port = (listener.addr as Deno.NetAddr).port;
     const held: Deno.Conn[] = [];
     const accepting = (async () => {
       for await (const c of listener) held.push(c); // never read, never closed until the end
     })();
-    const table = `isx_connlimit_t${crypto.randomUUID().slice(0, 8)}`;
+    const table = `isx_connlimit_isxtest${crypto.randomUUID().slice(0, 8)}`; // a test-made name (lab.ts)
     let remove = () => Promise.resolve();
     try {
       remove = await installConnLimit(nftBinary(), {
         ports: [port],
         perSource: 5,
-        interfaces: ["incusbr0"],
+        interfaces: [LIVE_BRIDGE],
       }, table);
       await launchPinned(incus, name, { image: "dev-base" });
       const run = async (n: number) => {

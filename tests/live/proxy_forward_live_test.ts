@@ -6,17 +6,27 @@
  * the one `cannot connect` answer, the same bytes the proxy gives for a target it cannot
  * reach, while the host listener and the other instance's listener see no connection. The
  * proxy is a real one from `startProxy` serving the real gateway; the instances are `dev-base`
- * containers (curl, python3), one on the proxy-only bridge, one on the default bridge.
+ * containers (curl, python3), one on the lab's proxy-only bridge, one on the lab's bridge
+ * (tests/helpers/lab.ts).
  */
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_PROXY_ONLY_BRIDGE,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { ensureProxyOnlyBridge, proxyOnlyNic } from "../../mcp/mod.ts";
 import { ClientRegistry, incusSource, loadCa, Policy, startProxy } from "../../proxy/mod.ts";
 import { emptyCredentials } from "../../proxy/config/credentials.ts";
 import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { unreachable } from "../../proxy/relay/forward.ts";
+import { bridgeExists, removeBridgeIfMade } from "./_proxy_only.ts";
 
 const IMAGE = "dev-base"; // curl, python3 (scripts/host-setup.sh)
 const dec = new TextDecoder();
@@ -87,21 +97,22 @@ Deno.test({
   name: "forward proxy: a proxy-only instance reaches no instance, gateway port or host address",
   ignore: NO_INCUS,
   async fn() {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const [po, full] = [testName("fwdP"), testName("fwdF")];
     const created: string[] = [];
     const dir = await Deno.makeTempDir();
     const stray = hostListener();
-    // A proxy-only bridge of the test's own: the user's proxy may hold 3128 on isx's.
-    const ownBridge = `ifwd${crypto.randomUUID().slice(0, 6)}`;
+    let existed = true;
     let registry: ClientRegistry | undefined;
     let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
     try {
+      existed = await bridgeExists(incus);
+      // the lab's bridges (tests/helpers/lab.ts): the user's proxy serves isxproxy0's gateway
       const { bridge, gateway: gw2 } = await ensureProxyOnlyBridge(incus, {
-        bridge: "incusbr0",
-        proxyOnlyBridge: ownBridge,
+        bridge: LIVE_BRIDGE,
+        proxyOnlyBridge: LIVE_PROXY_ONLY_BRIDGE,
       });
-      const gw1 = (await bridgeGateway(incus, "incusbr0"))!;
+      const gw1 = (await bridgeGateway(incus, LIVE_BRIDGE))!;
       registry = new ClientRegistry(incusSource(incus), { now: Date.now, minRefreshMs: 200 });
       await registry.start();
       proxy = await startProxy({
@@ -114,13 +125,9 @@ Deno.test({
         ca: await loadCa(`${dir}/ca`),
         clients: registry,
       });
-      // The bridge's ACL lets guests reach only 443 and 3128 there; another test's proxy may
-      // hold 3128 for a while.
-      const p = proxy;
-      await until(
-        "the gateway's port 3128",
-        () => p.addListen({ hostname: gw2, tls: 0, forward: 3128 }).then(() => true),
-      );
+      // The bridge's ACL lets guests reach only 443 and 3128 there; the lab's bridge is this
+      // test's alone, so nothing else holds its gateway's 3128.
+      await proxy.addListen({ hostname: gw2, tls: 0, forward: 3128 });
       created.push(po, full);
       await Promise.all([
         incus.createInstance({
@@ -194,9 +201,7 @@ Deno.test({
       await proxy?.close();
       await registry?.close();
       await stray.close();
-      await incus.deleteNetwork(ownBridge, { step: "cleanup" }).catch(() => {});
-      await incus.deleteNetworkAcl(`isx-proxy-only-${ownBridge}`, { step: "cleanup" })
-        .catch(() => {});
+      await removeBridgeIfMade(incus, existed).catch(() => {});
       incus.close();
       await Deno.remove(dir, { recursive: true });
     }

@@ -7,7 +7,15 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, notEqual, ok } from "node:assert/strict";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  ofLab,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { loadCa } from "../../proxy/tls/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
@@ -22,7 +30,7 @@ import { cleanup, liveRig } from "./_rpc.ts";
 
 const REAL = "sk-ant-api03-IDENTITY-REAL-KEY-0123456789";
 const PLACEHOLDER = "sk-ant-placeholder";
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const IMAGE = "dev-base"; // curl, python3 and ip (scripts/host-setup.sh)
 const dec = new TextDecoder();
 
@@ -55,7 +63,7 @@ Deno.test({
   name: "proxy: no guest can call as another instance, and only trusted isx instances get keys",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     await using rig = await liveRig();
     const id = crypto.randomUUID().slice(0, 8);
     const domain = `api-${id}.anthropic.isx-test`;
@@ -67,7 +75,7 @@ Deno.test({
     const up = startFakeUpstream();
     let registry: ClientRegistry | undefined;
     // a table of its own, so a proxy running on the host keeps its guard meanwhile
-    const table = `isx_guard_t${crypto.randomUUID().slice(0, 8)}`;
+    const table = `isx_guard_isxtest${crypto.randomUUID().slice(0, 8)}`; // a test-made name (lab.ts)
     const guard = new BridgeGuard(nftBinary(), table);
     let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
     let gateway = "";
@@ -99,9 +107,9 @@ Deno.test({
       await applyDns(incus, BRIDGE, { names: policy.dnsNames(), gateway, tag });
       const url = `https://${domain}:${proxy.addrs.tls.port}/v1/messages`;
       const activity = async (): Promise<Record<string, ActivityEntry>> =>
-        parseActivity(
+        ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[0]!.port}/activity`)).json(),
-        ).instances;
+        )).instances;
       // the x-api-key the upstream saw for one call from `name` (undefined: none arrived)
       const call = async (name: string, extra = "") => {
         const before = up.requests.length;

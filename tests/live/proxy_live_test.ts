@@ -8,7 +8,14 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  ofLab,
+  testName,
+} from "../helpers/live.ts";
 import { createIncusClient, type IncusClient, IsbError } from "../../rpc/mod.ts";
 import { loadCa } from "../../proxy/tls/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
@@ -20,7 +27,7 @@ import { launchPinned, TRUSTED_STAMPS, until } from "./_pinned.ts";
 import { updateAccountPins } from "../../mcp/mod.ts";
 
 const REAL = "sk-ant-api03-LIVE-REAL-KEY-0123456789abcdef";
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const dec = new TextDecoder();
 
 async function sh(incus: IncusClient, name: string, script: string, timeoutMs = 120_000) {
@@ -66,7 +73,7 @@ Deno.test({
   name: "proxy serves real containers through bridge DNS and TLS and counts them apart",
   ignore: NO_INCUS,
   async fn(t) {
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const id = crypto.randomUUID().slice(0, 8);
     const domain = `api-${id}.anthropic.isx-test`;
     const tag = `isx-proxy-test-${id}`;
@@ -145,9 +152,9 @@ Deno.test({
       await t.step(
         "SSE usage is counted exactly and 50 concurrent streams from two guests apart",
         async () => {
-          const before = parseActivity(
+          const before = ofLab(parseActivity(
             await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[1]!.port}/activity`)).json(),
-          );
+          ));
           const loop =
             `for i in $(seq 25); do curl -sS -N -o /dev/null -w '%{http_code}\\n' -H 'x-api-key: sk-ant-placeholder' ` +
             `-d '{"stream":true}' ${url} & done; wait`;
@@ -156,10 +163,10 @@ Deno.test({
             assertEquals(r.out.trim().split("\n"), Array(25).fill("200"), r.err);
           }
           const after = await until("both guests' calls to end", async () => {
-            const w = parseActivity(
+            const w = ofLab(parseActivity(
               await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[1]!.port}/activity`))
                 .json(),
-            );
+            ));
             return w.instances[a]?.in_flight === 0 && w.instances[b]?.requests === 25 &&
                 w.instances[b]?.in_flight === 0
               ? w
@@ -239,9 +246,9 @@ Deno.test({
       );
 
       await t.step("forward mode tunnels and counts a guest's other traffic", async () => {
-        const before = parseActivity(
+        const before = ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[1]!.port}/activity`)).json(),
-        )
+        ))
           .instances[a]!;
         const r = await sh(
           incus,
@@ -251,9 +258,9 @@ Deno.test({
           } http://127.0.0.1:${up.port}/echo`,
         );
         equal(r.out, "200", `${r.out} ${r.err}`);
-        const after = parseActivity(
+        const after = ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[1]!.port}/activity`)).json(),
-        )
+        ))
           .instances[a]!;
         equal(after.traffic_requests - before.traffic_requests, 1);
         equal(after.requests, before.requests);
@@ -262,9 +269,9 @@ Deno.test({
 
       await t.step("a stopped and recreated instance name gets a new counting_since", async () => {
         const read = async () =>
-          parseActivity(
+          ofLab(parseActivity(
             await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[1]!.port}/activity`)).json(),
-          )
+          ))
             .instances[b]!;
         const first = await read();
         await remove(incus, b);

@@ -16,14 +16,25 @@ import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
 import { parseCredentials } from "../../proxy/config/credentials.ts";
 import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { parseActivity, Policy, startProxy } from "../../proxy/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  ofLab,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { liveRemote } from "../helpers/incus_remote.ts";
 import { launchPinned, TRUSTED_STAMPS } from "./_pinned.ts";
 
-const BRIDGE = "incusbr0";
+const BRIDGE = LIVE_BRIDGE; // the lab's (tests/helpers/lab.ts), never the user's
 const IMAGE = "dev-base"; // curl (scripts/host-setup.sh)
 
-/** The HTTPS client of a remote in `conf` (resolved as the CLI resolves `--remote`). */
+/**
+ * The HTTPS client of a remote in `conf` (resolved as the CLI resolves `--remote`), in the
+ * lab's project.
+ */
 function remoteClient(name: string, conf: string): IncusClient {
   const read = (p: string) => {
     try {
@@ -34,21 +45,24 @@ function remoteClient(name: string, conf: string): IncusClient {
   };
   const ep = resolveRemote(name, { confDir: conf, socket: "/nonexistent/unix.socket", read });
   ok("url" in ep, `${name} resolves to an HTTPS endpoint`);
-  return createIncusClient(ep);
+  return createIncusClient({ ...ep, project: LIVE_PROJECT });
 }
 
 Deno.test({
   name: "proxy over an Incus remote: the registry names each pinned caller on the bridge",
   ignore: NO_INCUS,
   async fn() {
-    const local = createIncusClient({ socket: LIVE_SOCKET });
+    const local = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const [a, b] = [testName("premA"), testName("premB")];
     const dir = await Deno.makeTempDir({ prefix: "isx-proxy-remote-" });
     let incus: IncusClient | undefined;
     let registry: ClientRegistry | undefined;
     let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
     try {
-      await using remote = await liveRemote(local, `isx-prem-${crypto.randomUUID().slice(0, 8)}`);
+      await using remote = await liveRemote(
+        local,
+        `isxtest-prem-${crypto.randomUUID().slice(0, 8)}`,
+      );
       incus = remoteClient(remote.name, remote.conf);
       ok(incus.where.startsWith("https://"), incus.where);
       const gateway = (await bridgeGateway(incus, BRIDGE))!;
@@ -60,7 +74,11 @@ Deno.test({
       await registry.start();
       await registry.refresh();
       const known = new Map((registry.known() ?? []).map((r) => [r.name, r]));
-      ok(known.has(a) && known.has(b), "both instances are listed over the remote");
+      // outside the default project the registry names them `<project>/<name>`
+      ok(
+        known.has(`${LIVE_PROJECT}/${a}`) && known.has(`${LIVE_PROJECT}/${b}`),
+        "both instances are listed over the remote",
+      );
       proxy = await startProxy({
         listen: {
           tls: { hostname: gateway, port: 0 },
@@ -73,9 +91,9 @@ Deno.test({
       });
       const fwd = `http://${gateway}:${proxy.addrs.forward.port}`;
       const activity = async () =>
-        parseActivity(
+        ofLab(parseActivity(
           await (await fetch(`http://127.0.0.1:${proxy!.addrs.health[0]!.port}/activity`)).json(),
-        ).instances;
+        )).instances;
       // one plain-HTTP request through the forward port from `name`: its status line
       const call = async (name: string, n: number) => {
         const r = await incus!.execCapture(name, [

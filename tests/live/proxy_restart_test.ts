@@ -16,6 +16,7 @@ import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.t
 import { LIVE_SOCKET, NO_INCUS } from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { dnsBlockGateway } from "../../proxy/mod.ts";
+import { nftTables } from "../../proxy/config/host_config.ts";
 
 const hex = () => crypto.randomUUID().replaceAll("-", "").slice(0, 6);
 
@@ -68,6 +69,7 @@ Deno.test({
     const id = hex();
     const bridge = `ihost${id}`;
     const prefix = `ihost_${id}`;
+    const tables = nftTables(bridge, prefix);
     await using home = new IsxHome();
     const healthPort = 20000 + Math.floor(Math.random() * 20000);
     let made = false;
@@ -116,8 +118,8 @@ Deno.test({
         assert.deepEqual(s.health.converging, [], st.all);
         const raw = (await c.getNetwork(bridge)).value.config["raw.dnsmasq"] ?? "";
         assert.equal(dnsBlockGateway(raw), gateway, `restart ${i}: the bridge DNS: ${raw}`);
-        assert.ok((await nftTable("inet", `${prefix}_connlimit`)).includes("ct count over"));
-        assert.ok((await nftTable("bridge", `${prefix}_guard`)) !== "", `restart ${i}: guard`);
+        assert.ok((await nftTable("inet", tables.connLimit)).includes("ct count over"));
+        assert.ok((await nftTable("bridge", tables.guard)) !== "", `restart ${i}: guard`);
       }
       const log = await Deno.readTextFile(`${home.stateDir}/proxy/proxy.log`);
       const count = (re: RegExp) => log.split("\n").filter((l) => re.test(l)).length;
@@ -131,8 +133,8 @@ Deno.test({
       // a clean stop takes its block and its tables away
       const raw = (await c.getNetwork(bridge)).value.config["raw.dnsmasq"] ?? "";
       assert.equal(dnsBlockGateway(raw), undefined, raw);
-      assert.equal(await nftTable("inet", `${prefix}_connlimit`), "");
-      assert.equal(await nftTable("bridge", `${prefix}_guard`), "");
+      assert.equal(await nftTable("inet", tables.connLimit), "");
+      assert.equal(await nftTable("bridge", tables.guard), "");
       assert.deepEqual(
         await userSide(c),
         before,
@@ -140,7 +142,7 @@ Deno.test({
       );
     } finally {
       await home.isx(["proxy", "stop"], { timeoutMs: 60_000 }).catch(() => {});
-      for (const [family, t] of [["inet", `${prefix}_connlimit`], ["bridge", `${prefix}_guard`]]) {
+      for (const [family, t] of [["inet", tables.connLimit], ["bridge", tables.guard]]) {
         await new Deno.Command("nft", { args: ["delete", "table", family!, t!], stderr: "null" })
           .output();
       }

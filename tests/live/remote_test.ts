@@ -12,12 +12,20 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient, type IncusClient, isNotFound } from "../../rpc/mod.ts";
+import { createIncusClient, isNotFound } from "../../rpc/mod.ts";
 import { readStamps } from "../../mcp/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { liveRemote } from "../helpers/incus_remote.ts";
 import { RpcClient } from "../helpers/rpc_client.ts";
-import { call, connect, makeHome, mcpCommand, refusal } from "../helpers/mcp.ts";
+import { call, connect, makeHome, refusal } from "../helpers/mcp.ts";
 import { spawnProgram } from "../helpers/spawn.ts";
 
 const NOWHERE = "/nonexistent/isx-remote/unix.socket";
@@ -83,8 +91,8 @@ Deno.test({
   name: "isb rpc and isx mcp drive real instances over an Incus remote (HTTPS, client certificate)",
   ignore: NO_INCUS,
   async fn(t) {
-    const local = createIncusClient({ socket: LIVE_SOCKET });
-    const rname = `isx-rt-${crypto.randomUUID().slice(0, 8)}`;
+    const local = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
+    const rname = `isxtest-rt-${crypto.randomUUID().slice(0, 8)}`;
     const scratch = await Deno.makeTempDir({ prefix: "isx-remote-" });
     const made: string[] = [];
     try {
@@ -122,15 +130,7 @@ Deno.test({
         const h = makeHome({ mcp: `templates: [${TEMPLATE}]\n` });
         Object.assign(h.env, env);
         try {
-          if (!await built(local)) {
-            await using b = spawnProgram(["build", TEMPLATE], {
-              env: mcpCommand(h).env,
-              prog: "isx",
-              cwd: h.dir,
-            });
-            await b.closeStdin();
-            assert.equal((await b.wait(600_000)).code, 0, `isx build ${TEMPLATE}: ${b.stderr()}`);
-          }
+          await ensureBuilt(TEMPLATE); // in the lab, over the socket (tests/helpers/built.ts)
           const client = await connect(h, "legacy", {
             extra: ["--no-preflight", "--socket", NOWHERE, "--remote", rname],
           });
@@ -166,7 +166,7 @@ Deno.test({
           assert.equal(code, 1, err);
           assert.match(
             err,
-            /unknown Incus remote "nope": it is not in .*config\.yml \(known: [^)]*isx-rt-/,
+            /unknown Incus remote "nope": it is not in .*config\.yml \(known: [^)]*isxtest-rt-/,
           );
           assert.match(err, /`incus remote add nope https:\/\/HOST:8443`/);
           const nokey = await variant(remote.conf, { "client.key": null });
@@ -233,11 +233,3 @@ Deno.test({
     }
   },
 });
-
-async function built(incus: IncusClient): Promise<boolean> {
-  try {
-    return readStamps((await incus.getInstance(TEMPLATE)).value.config)["type"] === "base";
-  } catch {
-    return false;
-  }
-}

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { hasCode } from "../../rpc/errors.ts";
 import { setLogSink } from "../../rpc/log.ts";
 import { egressAclName, egressNetworkName } from "../../rpc/sandbox/egress/names.ts";
-import { LIVE_IMAGE, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, NO_INCUS, testName } from "../helpers/live.ts";
 import { cleanup, type LiveRig, liveRig } from "./_rpc.ts";
 
 /** Bridges get a /24 from here, never `auto` (which makes incusd ping random 10.x hosts). */
@@ -19,16 +19,22 @@ const ISB_EGRESS_SUBNETS = "10.78.0.0/16";
 
 async function gone(rig: LiveRig, name: string) {
   const h = rig.incus.withProject("default");
-  const net = await h.getNetwork(egressNetworkName("default", name)).then(() => true, () => false);
-  const acl = await h.getNetworkAcl(egressAclName("default", name)).then(() => true, () => false);
+  const net = await h.getNetwork(egressNetworkName(LIVE_PROJECT, name)).then(
+    () => true,
+    () => false,
+  );
+  const acl = await h.getNetworkAcl(egressAclName(LIVE_PROJECT, name)).then(
+    () => true,
+    () => false,
+  );
   return !net && !acl;
 }
 
 async function teardown(rig: LiveRig, name: string) {
   await cleanup(rig, name);
   const h = rig.incus.withProject("default");
-  await h.deleteNetwork(egressNetworkName("default", name), { step: "cleanup" }).catch(() => {});
-  await h.deleteNetworkAcl(egressAclName("default", name), { step: "cleanup" }).catch(() => {});
+  await h.deleteNetwork(egressNetworkName(LIVE_PROJECT, name), { step: "cleanup" }).catch(() => {});
+  await h.deleteNetworkAcl(egressAclName(LIVE_PROJECT, name), { step: "cleanup" }).catch(() => {});
 }
 
 /**
@@ -70,16 +76,16 @@ Deno.test({
         spec: { container_name: name, image: LIVE_IMAGE, egress: "none" },
       });
       assert.equal(r.error, undefined, JSON.stringify(r.error));
-      const bridge = egressNetworkName("default", name);
+      const bridge = egressNetworkName(LIVE_PROJECT, name);
       const info = (r.result as {
         info: { config: Record<string, string>; devices: Record<string, Record<string, string>> };
       }).info;
       assert.deepEqual(info.devices.eth0, { type: "nic", name: "eth0", network: bridge });
-      assert.equal(info.config["user.isb.egress-for"], `default/${name}`);
+      assert.equal(info.config["user.isb.egress-for"], `${LIVE_PROJECT}/${name}`);
       const net = (await rig.incus.withProject("default").getNetwork(bridge)).value;
       assert.equal(net.config["ipv4.address"], "none");
       assert.equal(net.config["ipv4.nat"], "false");
-      assert.equal(net.config["security.acls"], egressAclName("default", name));
+      assert.equal(net.config["security.acls"], egressAclName(LIVE_PROJECT, name));
       assert.equal(net.config["security.acls.default.egress.action"], "drop");
       const route = await exec(rig, name, ["cat", "/proc/net/route"]);
       assert.equal(
@@ -111,7 +117,7 @@ Deno.test({
       env: { ISB_TEST_EGRESS_SECRET: secret, ISB_EGRESS_SUBNETS },
     });
     const name = testName("ega");
-    const bridge = egressNetworkName("default", name);
+    const bridge = egressNetworkName(LIVE_PROJECT, name);
     const allowed = 20000 + Math.floor(Math.random() * 20000);
     const denied = allowed + 1;
     const spec = {
@@ -140,7 +146,7 @@ Deno.test({
       assert.equal((await Deno.stat(`${state}/secrets.json`)).mode! & 0o777, 0o600);
       assert.equal((await Deno.stat(`${state}/ca.key`)).mode! & 0o777, 0o600);
       assert.deepEqual(JSON.parse(await Deno.readTextFile(`${state}/secrets.json`)), {
-        instance: `default/${name}`,
+        instance: `${LIVE_PROJECT}/${name}`,
         secrets: [{ env: "TOKEN_X", placeholder, hosts: ["api.example.test:443"], value: secret }],
       });
       const guestCa = await rig.incus.pullFile(name, "/etc/isb/egress-ca.crt");
@@ -157,7 +163,7 @@ Deno.test({
         new RegExp(`address=/allowed\\.test/${ip.replace(/\./g, "\\.")}`),
       );
       const acl =
-        (await rig.incus.withProject("default").getNetworkAcl(egressAclName("default", name)))
+        (await rig.incus.withProject("default").getNetworkAcl(egressAclName(LIVE_PROJECT, name)))
           .value;
       assert.equal(acl.egress[0]?.destination, `${ip}/32`);
       assert.equal(acl.egress[0]?.destination_port, `443,${allowed}`);

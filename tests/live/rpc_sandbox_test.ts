@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, NO_INCUS, testName } from "../helpers/live.ts";
 import { cleanup, liveRig, progressOf } from "./_rpc.ts";
 
 const INFO_KEYS = [
@@ -384,7 +384,8 @@ Deno.test({
       const inUse = await rig.call("volume.remove", { name: vol });
       assert.deepEqual(inUse.error, {
         code: "invalid",
-        message: `volume ${vol} is in use by /1.0/instances/${name}`,
+        // Incus's own used_by path, which names a project other than default
+        message: `volume ${vol} is in use by /1.0/instances/${name}?project=${LIVE_PROJECT}`,
       });
       await rig.ok("sandbox.remove", { name, force: true });
       assert.equal(await rig.ok("volume.remove", { name: vol }), null);

@@ -10,7 +10,14 @@
 import assert from "node:assert/strict";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
 import { createTaskEngine, type TaskChange, TaskWatcher } from "../../mcp/tasks/mod.ts";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,7 +49,7 @@ Deno.test({
   ignore: NO_INCUS,
   async fn(t) {
     const name = testName("tasks");
-    const incus = createIncusClient({ socket: LIVE_SOCKET });
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const { client, execs } = counting(incus);
     const engine = createTaskEngine({ incus: client });
     const tag = crypto.randomUUID().slice(0, 4).replace(/[^a-z0-9]/g, "a");

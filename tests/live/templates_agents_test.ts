@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { execRecorded, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
@@ -31,7 +31,11 @@ Deno.test({
     const cache = Deno.env.get("ISX_TEST_CACHE") ??
       `${Deno.env.get("HOME") ?? "/root"}/.cache/isx-test`;
     await using home = new IsxHome({ cacheDir: cache });
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     try {
       const init = await home.isx(["init", "--yes"]);
       assert.ok(Deno.statSync(`${home.stateDir}/ca/ca.crt`).isFile, init.stdout + init.stderr);

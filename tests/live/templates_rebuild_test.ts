@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import { LIVE_IMAGE, LIVE_PROJECT, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps, SLOW_DAEMON_MS, STAMP } from "../../mcp/mod.ts";
@@ -19,7 +19,11 @@ Deno.test({
   async fn(t) {
     const tpl = testName("hard-tpl");
     await using home = new IsxHome();
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     const apt = `${home.cacheDir}/downloads/apt`;
     const mine = async () =>
       (await c.listInstances()).map((i) => i.name).filter((n) => n.startsWith(tpl)).sort();

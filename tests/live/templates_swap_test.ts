@@ -9,7 +9,14 @@
  */
 
 import assert from "node:assert/strict";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import {
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  removeInstance,
+  testName,
+} from "../helpers/live.ts";
 import { createIncusClient } from "../../rpc/mod.ts";
 import { SLOW_DAEMON_MS } from "../../mcp/mod.ts";
 import { asideName, incusSwapOps, swapTemplate } from "../../mcp/templates/swap.ts";
@@ -27,8 +34,13 @@ Deno.test({
   async fn() {
     const tpl = testName("swap");
     const built = `${tpl}-build`;
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
-    const logDir = `${INCUS_LOGS}/${built}`;
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
+    // a project other than default prefixes its instances' directories with `<project>_`
+    const logDir = `${INCUS_LOGS}/${LIVE_PROJECT}_${built}`;
     let mounted = false;
     try {
       for (const [name, gen] of [[tpl, "old"], [built, "new"]]) {

@@ -7,7 +7,14 @@
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { LIVE_IMAGE, LIVE_SOCKET, NO_INCUS, testName } from "../helpers/live.ts";
+import {
+  LIVE_BRIDGE,
+  LIVE_IMAGE,
+  LIVE_PROJECT,
+  LIVE_SOCKET,
+  NO_INCUS,
+  testName,
+} from "../helpers/live.ts";
 import { IsxHome } from "../templates_env.ts";
 import { programArgs } from "../helpers/spawn.ts";
 import { createIncusClient, type IncusClient } from "../../rpc/mod.ts";
@@ -52,7 +59,11 @@ Deno.test({
     const [root, leaf, bad] = [`${p}-root`, `${p}-leaf`, `${p}-bad`];
     const real = `sk-ant-api03-REAL${crypto.randomUUID().replaceAll("-", "")}`;
     await using home = new IsxHome();
-    const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+    const c = createIncusClient({
+      socket: LIVE_SOCKET,
+      project: LIVE_PROJECT,
+      timeouts: { requestMs: SLOW_DAEMON_MS },
+    });
     const bridgeExisted = await bridgeExists(c);
     try {
       await ensureCa(`${home.stateDir}/ca`); // what isx init makes (tested in tests/templates_cli_test.ts)
@@ -142,7 +153,7 @@ Deno.test({
         async () => {
           const ca = await loadCa(`${home.stateDir}/ca`);
           const leafCert = await ca.issueLeaf(["mock.isx.test"]);
-          const gw = (await c.getNetwork("incusbr0")).value.config["ipv4.address"]!.split("/")[0]!;
+          const gw = (await c.getNetwork(LIVE_BRIDGE)).value.config["ipv4.address"]!.split("/")[0]!;
           const ac = new AbortController();
           const server = Deno.serve({
             hostname: gw,
@@ -157,7 +168,8 @@ Deno.test({
             const r = await sh(
               c,
               inst,
-              `curl -sS --max-time 10 --resolve mock.isx.test:${port}:${gw} https://mock.isx.test:${port}/`,
+              // straight to the server (the guest's HTTPS_PROXY names the lab gateway's 3128)
+              `curl -sS --noproxy '*' --max-time 10 --resolve mock.isx.test:${port}:${gw} https://mock.isx.test:${port}/`,
             );
             assert.equal(r.stdout, "trusted\n", r.stderr);
           } finally {
