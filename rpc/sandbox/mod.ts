@@ -35,16 +35,7 @@
 
 import type { IncusClient } from "../incus/mod.ts";
 import type { Engine, EngineOptions } from "./_engine_types.ts";
-import {
-  composeDown,
-  type ComposeFs,
-  composeLoad,
-  type ComposeParams,
-  composePlan,
-  composeUp,
-  DENO_FS,
-  protectFs,
-} from "./compose/mod.ts";
+import { type ComposeFs, type ComposeParams, DENO_FS, protectFs } from "./compose/mod.ts";
 import { cachedServerInfo, desiredToJson, poolFacts, protectedHostPaths } from "./resolve/mod.ts";
 import {
   ensureVolume,
@@ -109,6 +100,17 @@ export type {
 export { type Clock, SYSTEM_CLOCK } from "./lifecycle/mod.ts";
 
 export type * from "./_engine_types.ts";
+
+let composeLoading: Promise<typeof import("./compose/ops.ts")> | undefined;
+
+/**
+ * The compose operations, evaluated on the first `compose.*` call: they bring js-yaml, the
+ * compose file's zod schemas and Deno's `node:path` (~10 ms), which no other method needs, and
+ * `isb rpc` pays what it evaluates before its first answer.
+ */
+function composeOps(): Promise<typeof import("./compose/ops.ts")> {
+  return composeLoading ??= import("./compose/ops.ts");
+}
 
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {
@@ -186,10 +188,10 @@ export function createEngine(opts: EngineOptions): Engine {
       });
     },
 
-    composeLoad: (p) => composeLoad(rt, fs, p),
-    composeUp: (p, o = {}) => composeUp(rt, fs, p, o),
-    composePlan: (p, o = {}) => composePlan(rt, fs, p, o),
-    composeDown: (p, o = {}) => composeDown(rt, fs, p, o),
+    composeLoad: async (p) => (await composeOps()).composeLoad(rt, fs, p),
+    composeUp: async (p, o = {}) => (await composeOps()).composeUp(rt, fs, p, o),
+    composePlan: async (p, o = {}) => (await composeOps()).composePlan(rt, fs, p, o),
+    composeDown: async (p, o = {}) => (await composeOps()).composeDown(rt, fs, p, o),
   };
   return engine;
 }
