@@ -17,7 +17,7 @@
 
 import { load as parseYaml } from "js-yaml";
 import { IsbError } from "../../rpc/errors.ts";
-import { checkHostPath, protectedHostPaths } from "../../rpc/mod.ts";
+import { checkHostPath, protectedHostPaths } from "../../rpc/host_paths.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
 import {
   type FileDef,
@@ -77,7 +77,7 @@ export interface LayerDirs {
   /** The user's home (`~` in `source:`; the credential stores under it are protected). */
   home?: string;
   /**
-   * Host paths no `files[].source` may be or lead to (rpc/sandbox/resolve/protected.ts):
+   * Host paths no `files[].source` may be or lead to (rpc/host_paths.ts):
    * added to the defaults (`~/.ssh` and the other credential stores, `credentials.yaml`,
    * the host's own secrets, devices).
    */

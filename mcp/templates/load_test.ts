@@ -1,7 +1,7 @@
 /**
  * The one place a template or tool names a host path: `files[].source`, whose bytes are
  * copied into every instance built from it. It goes through isb rpc's canonical check
- * (rpc/sandbox/resolve/protected.ts): a source that is or leads into `~/.ssh`,
+ * (rpc/host_paths.ts): a source that is or leads into `~/.ssh`,
  * `credentials.yaml`, the isx state or another credential store is refused unread, in every
  * spelling; a template cannot name devices, config keys or mounts at all.
  */

@@ -15,7 +15,7 @@
  *   createTimeoutMs,              // --create-timeout (default: the client's createMs, 10 min)
  *   term: ctx.env.TERM,           // for tty execs
  *   // optional: clock {now, sleep}, wallNow, lockWaitMs, fs (compose file access), inUse,
- *   // protectedPaths (never read nor mounted: protected.ts; added to the defaults of env)
+ *   // protectedPaths (never read nor mounted: rpc/host_paths.ts; added to the defaults of env)
  * });
  * ```
  *
@@ -114,7 +114,7 @@ function composeOps(): Promise<typeof import("./compose/ops.ts")> {
 
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {
-  // always the defaults of this environment, whatever the caller adds (protected.ts)
+  // always the defaults of this environment, whatever the caller adds (rpc/host_paths.ts)
   const roots = protectedHostPaths({
     env: opts.env,
     isbStateDir: opts.isbStateDir,

@@ -19,7 +19,7 @@ import type { Clock } from "../../clock.ts";
 import type { ComposeFile, SandboxSpec } from "../spec/spec.ts";
 import { secretFileMode } from "../spec/parts.ts";
 import { ensureGuestDir } from "../instances/guest_dir.ts";
-import { checkHostFile } from "../resolve/protected.ts";
+import { checkHostFile } from "../../host_paths.ts";
 import { checkUnitValues, secretPath, secretTargetProblem } from "./_unit_values.ts";
 
 /** The top-level secret keys a service uses (files and environment). */
@@ -41,7 +41,7 @@ export async function gatherSecretValues(
     readTextFile(p: string): Promise<string>;
     /** Canonical path (a symlink into a protected path is refused too). */
     realPath?(p: string): Promise<string>;
-    /** Paths no secret file may be or lie under (protected.ts). */
+    /** Paths no secret file may be or lie under (rpc/host_paths.ts). */
     protectedPaths?: readonly string[];
   },
 ): Promise<Record<string, string>> {

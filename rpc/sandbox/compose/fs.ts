@@ -2,13 +2,13 @@
  * The file access of the compose loader, injected so tests and benchmarks can feed strings:
  * the interface, and Deno's file system, whose refusals outside rpc mode's read grant say
  * what to do instead of suggesting `--allow-read`; and {@link protectFs}, the same access
- * refusing the protected host paths through the one check of `resolve/protected.ts`.
+ * refusing the protected host paths through the one check of `rpc/host_paths.ts`.
  *
  * @module
  */
 
 import { IsbError } from "../../errors.ts";
-import { checkHostFile } from "../resolve/protected.ts";
+import { checkHostFile } from "../../host_paths.ts";
 
 /** File access the loader needs (injected so tests and benchmarks can feed strings). */
 export interface ComposeFs {

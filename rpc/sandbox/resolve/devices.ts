@@ -13,7 +13,7 @@ import type { NamedVolumeSpec } from "../spec/spec.ts";
 import { type MountSpec, normalTarget } from "../spec/mounts.ts";
 import { normalizeAddr, type PortSpec, splitAddr } from "../spec/ports.ts";
 import type { HostFacts } from "./host.ts";
-import { absoluteHostPath, checkHostPath, protectedHostPaths } from "./protected.ts";
+import { absoluteHostPath, checkHostPath, protectedHostPaths } from "../../host_paths.ts";
 import { type DeviceCheckContext, hostSocket, refuseRawProps } from "./_raw_rules.ts";
 import { pickPool } from "./host.ts";
 
@@ -77,7 +77,7 @@ export function defaultPortName(bind: string, listen: string): string {
 }
 
 /**
- * A bind source made absolute and canonical by the one check of `protected.ts` (`~`, `$HOME`,
+ * A bind source made absolute and canonical by the one check of `rpc/host_paths.ts` (`~`, `$HOME`,
  * relative to `baseDir`, symlinks resolved; refused in, through a link to, or holding a
  * protected path); it must exist. Then the host path map applies.
  */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { IsbError } from "../../errors.ts";
 import { gatherSecretValues } from "../compose/extras.ts";
-import { protectedRoot } from "./protected.ts";
+import { protectedRoot } from "../../host_paths.ts";
 import { protectFs } from "../compose/fs.ts";
 import { canonicalBindSource } from "./devices.ts";
 import { invalidWith, testHost } from "../../../tests/helpers/host_facts.ts";

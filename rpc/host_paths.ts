@@ -27,7 +27,7 @@
  */
 
 import { posix } from "node:path";
-import { IsbError } from "../../errors.ts";
+import { IsbError } from "./errors.ts";
 
 /** Credential stores under a home directory, relative to it. */
 export const HOME_SECRETS: readonly string[] = [
