@@ -35,7 +35,9 @@
 
 import type { IncusClient } from "../incus/mod.ts";
 import type { Engine, EngineOptions } from "./_engine_types.ts";
-import { type ComposeFs, type ComposeParams, DENO_FS, protectFs } from "./compose/mod.ts";
+// not compose/mod.ts: it re-exports the operations, which would evaluate them (see composeOps)
+import { type ComposeFs, DENO_FS, protectFs } from "./compose/fs.ts";
+import type { ComposeParams } from "./compose/ops.ts";
 import { cachedServerInfo, desiredToJson, poolFacts, protectedHostPaths } from "./resolve/mod.ts";
 import {
   ensureVolume,

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { posix } from "node:path";
+import * as posix from "../../posix_path.ts";
 import { IsbError } from "../../errors.ts";
 import { log } from "../../log.ts";
 import type { Image, IncusClient, ServerInfo } from "../../incus/mod.ts";
