@@ -104,6 +104,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/host_paths.ts", // a leaf: the host-path check of templates' files, without the engine
       "rpc/jsonl.ts", // leaves: what the protocol layer (mcp/server/) answers the handshake with
       "rpc/version.ts",
+      "rpc/timer.ts", // a timer without Node's (the handshake's pause before the session loads)
       "guest/mod.ts",
       "guest/protocol.ts",
       "proxy/activity/activity.ts",
