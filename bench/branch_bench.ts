@@ -105,6 +105,12 @@ async function branchPart(client: IncusClient, cold: IsxHome, made: string[]): P
   const baseRest: number[] = [];
   const lib: number[] = [];
   const cli: number[] = [];
+  // each step's milliseconds (BranchResult.steps; the CLI's --json adds its own), by variant
+  const libSteps = new Map<string, number[]>();
+  const cliSteps = new Map<string, number[]>();
+  const keep = (into: Map<string, number[]>, steps: Record<string, number>) => {
+    for (const [k, v] of Object.entries(steps)) into.set(k, [...into.get(k) ?? [], v]);
+  };
   let failures = 0;
   for (let i = 0; i < ROUNDS; i++) {
     const b = `${TPL}-b${i}`, r = `${TPL}-r${i}`, l = `${TPL}-l${i}`, c = `${TPL}-c${i}`;
@@ -115,14 +121,20 @@ async function branchPart(client: IncusClient, cold: IsxHome, made: string[]): P
       async () => void baseRest.push(await baselineRest(client, r)),
       async () => {
         const t = performance.now();
-        await branchInstance(client, { name: l, template: TPL, proxy: { bridge: "incusbr0" } });
+        const res = await branchInstance(client, {
+          name: l,
+          template: TPL,
+          proxy: { bridge: "incusbr0" },
+        });
         lib.push(performance.now() - t);
+        keep(libSteps, res.steps);
       },
       async () => {
         const t = performance.now();
-        const res = await cold.isx(["branch", c, "--from", TPL, "--no-preflight"]);
+        const res = await cold.isx(["branch", c, "--from", TPL, "--no-preflight", "--json"]);
         if (res.code !== 0) throw new Error(res.stderr);
         cli.push(performance.now() - t);
+        keep(cliSteps, JSON.parse(res.stdout).steps);
       },
     ];
     for (let k = 0; k < runs.length; k++) {
@@ -142,6 +154,14 @@ async function branchPart(client: IncusClient, cold: IsxHome, made: string[]): P
   say(`baseline copy + start as REST calls + wait for IPv4: ${fmt(mr)}`);
   say(`isx branch, library call: ${fmt(median(lib))}  ${vs(median(lib))}`);
   say(`isx branch, CLI process:  ${fmt(median(cli))}  ${vs(median(cli))}`);
+  const stepLine = (m: Map<string, number[]>) =>
+    [...m].map(([k, v]) => `${k} ${median(v).toFixed(0)}`).join(", ") + " ms";
+  say(`  library call, each step (median): ${stepLine(libSteps)}`);
+  const cliSum = [...cliSteps].filter(([k]) => !k.includes("overlapped"))
+    .reduce((a, [, v]) => a + median(v), 0);
+  say(`  CLI process, each step (median): ${stepLine(cliSteps)}`);
+  // medians of separate runs need not add up to the total's median
+  say(`  (the CLI's step medians add up to ${fmt(cliSum)}; the rest is start-up and exit)`);
   if (failures) say(`(${failures} runs failed and were left out)`);
 }
 

@@ -12,7 +12,8 @@
  * the whole output of `isx list` (which includes its Incus calls; the same calls made in a
  * warm process are printed beside it, so "start-up + the Incus call" can be read off). Runs
  * are alternated between the commands (and the checkouts) so that the machine's noise falls
- * on all of them alike.
+ * on all of them alike. Beside each wall time is the CPU time the process had used by its answer
+ * (its threads' `schedstat`), which a loaded host changes much less.
  *
  * `--against DIR` runs every command of another checkout too (e.g. `git worktree add` of the
  * commit before a change), alternated with this one's, and prints its figures beside.
@@ -126,6 +127,26 @@ const CASES: Case[] = [
   ...(AGAINST ? casesOf(AGAINST, ` [${AGAINST.split("/").pop()}]`) : []),
 ].filter((c) => !values.only || values.only.split(",").some((o) => c.name.startsWith(o)));
 
+/**
+ * CPU milliseconds the process has used so far, all its threads (each task's `schedstat`, in
+ * nanoseconds): on a loaded host the wall time to an answer is mostly waiting for a core,
+ * the CPU time much less so. NaN once the process is gone.
+ */
+function cpuMs(pid: number): number {
+  let ns = 0;
+  try {
+    for (const e of Deno.readDirSync(`/proc/${pid}/task`)) {
+      ns += Number(Deno.readTextFileSync(`/proc/${pid}/task/${e.name}/schedstat`).split(" ")[0]);
+    }
+  } catch {
+    return NaN;
+  }
+  return ns / 1e6;
+}
+
+/** CPU milliseconds to the answer of the last {@link once} (NaN when it ran to its end). */
+let lastCpu = NaN;
+
 /** Spawn → answer in ms; the process is ended after its answer (or runs to its end). */
 async function once(c: Case): Promise<number> {
   const t0 = performance.now();
@@ -141,6 +162,7 @@ async function once(c: Case): Promise<number> {
   if (c.input) await w.write(new TextEncoder().encode(c.input)).catch(() => {});
   let out = "";
   let t = NaN;
+  lastCpu = NaN;
   const dec = new TextDecoder();
   const then = [...c.then ?? []];
   for await (const chunk of child.stdout) {
@@ -150,6 +172,7 @@ async function once(c: Case): Promise<number> {
     }
     if (c.done(out)) {
       t = performance.now() - t0;
+      lastCpu = cpuMs(child.pid);
       break;
     }
   }
@@ -180,12 +203,14 @@ const median = (xs: number[]) => {
 };
 
 const times = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
+const cpus = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
 const incus: number[] = [];
 for (const c of CASES) await once(c).catch(() => {}); // warm the caches (module, flags)
 for (let i = 0; i < RUNS; i++) {
   for (const c of CASES) {
     try {
       times.get(c.name)!.push(await once(c));
+      if (Number.isFinite(lastCpu)) cpus.get(c.name)!.push(lastCpu);
     } catch (e) {
       console.error(`run failed: ${(e as Error).message}`);
     }
@@ -198,11 +223,17 @@ await Deno.remove(ONE_LINE);
 await Deno.remove(HOME, { recursive: true });
 
 const base = median(times.get("deno run (one line)") ?? []);
-console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median):`);
+const baseCpu = median(cpus.get("deno run (one line)") ?? []);
+const load = Deno.loadavg().map((x) => x.toFixed(1)).join(" ");
+console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median; load ${load}):`);
 for (const c of CASES) {
   const m = median(times.get(c.name)!);
   const ratio = Number.isFinite(base) ? ` ${(m / base).toFixed(1)}x bare deno run` : "";
-  console.log(`  ${c.name.padEnd(40)} ${m.toFixed(1).padStart(7)} ms${ratio}`);
+  const cm = median(cpus.get(c.name)!);
+  const cpu = Number.isFinite(cm)
+    ? `   cpu ${cm.toFixed(1).padStart(6)} ms ${(cm / baseCpu).toFixed(1)}x`
+    : "";
+  console.log(`  ${c.name.padEnd(40)} ${m.toFixed(1).padStart(7)} ms${ratio.padEnd(20)}${cpu}`);
 }
 if (incus.length) {
   console.log(`  (the Incus call of isx list, warm process: ${median(incus).toFixed(1)} ms)`);

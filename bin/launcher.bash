@@ -5,7 +5,8 @@
 # The flags are computed by cli/flags.ts (the table's own code, the one source) and kept in
 # a per-user cache, ${XDG_CACHE_HOME:-~/.cache}/isx-launch (outside every grant of the
 # table: no mode of the program can write its own flags), one file per program and working
-# directory whose first line is the rest of the key: uid, deno, every variable flags.ts reads
+# directory whose first line is the rest of the key: uid, deno, the program's directory, every
+# variable flags.ts reads
 # and, when they can change the flags (`rpc`, `--socket`, `--remote`), the arguments. A file older than
 # any source of the table (LAUNCH_SOURCES), than deno or than the incus client's config.yml (its
 # default-remote) is stale. A hit starts Deno once; a
@@ -55,7 +56,7 @@ launch_key() {
       break
     fi
   done
-  k+=$'\x1f'"$UID"$'\x1f'"$deno"
+  k+=$'\x1f'"$UID"$'\x1f'"$deno"$'\x1f'"$root" # two checkouts run from one directory: each its own
   for v in "${LAUNCH_ENV[@]}"; do k+=$'\x1f'"$v=${!v-}"; done
   REPLY="$k"$'\x1f'"$argkey"
 }

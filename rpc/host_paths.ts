@@ -26,7 +26,7 @@
  * @module
  */
 
-import { posix } from "node:path";
+import * as posix from "./posix_path.ts";
 import { IsbError } from "./errors.ts";
 
 /** Credential stores under a home directory, relative to it. */

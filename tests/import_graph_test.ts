@@ -102,8 +102,10 @@ function allowed(from: string, to: string): boolean {
       "rpc/mod.ts",
       "rpc/base.ts", // the library less the sandbox engine, which mcp/ never runs (start-up)
       "rpc/errors.ts", // a leaf: what the modules behind mcp/tool_rules.ts import
+      "rpc/host_paths.ts", // a leaf: the host-path check of templates' files, without the engine
       "rpc/jsonl.ts", // leaves: what the protocol layer (mcp/server/) answers the handshake with
       "rpc/version.ts",
+      "rpc/timer.ts", // a timer without Node's (the handshake's pause before the session loads)
       "guest/mod.ts",
       "guest/protocol.ts",
       "proxy/activity/activity.ts",

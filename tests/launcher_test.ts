@@ -135,6 +135,39 @@ Deno.test("a cache hit starts no second Deno; a table source newer than the cach
   });
 });
 
+Deno.test("two checkouts started from one directory each get their own program's flags", async () => {
+  await withHome(async (dir, env) => {
+    // a second checkout: what the launcher and cli/flags.ts read (ISX_LAUNCH_PRINT stops there)
+    const other = `${dir}/other`;
+    await Deno.mkdir(other);
+    const copy = await new Deno.Command("cp", {
+      args: ["-a", `${ROOT}/bin`, `${ROOT}/cli`, `${ROOT}/deno.json`, `${ROOT}/deno.lock`, other],
+    }).output();
+    assert.ok(copy.success, "copy the launcher and cli/ into a second checkout");
+    const cwd = `${dir}/work`;
+    const readOf = (flags: string[]) =>
+      (flags.find((f) => f.startsWith("--allow-read=")) ?? "").slice("--allow-read=".length)
+        .split(",");
+    const run = async (root: string) => {
+      const out = await new Deno.Command(`${root}/bin/isb`, {
+        args: ["rpc"],
+        cwd,
+        env: { ...env, ISX_LAUNCH_PRINT: "1" },
+        clearEnv: true,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
+    };
+    assert.ok(readOf(await run(ROOT)).includes(`${ROOT}/rpc`), "the first checkout's own");
+    // the cache file of this directory now holds the first checkout's flags: not for the other
+    const second = readOf(await run(other));
+    assert.ok(second.includes(`${other}/rpc`), `the second checkout's own: ${second}`);
+    assert.ok(!second.includes(`${ROOT}/rpc`), "nothing of the first checkout");
+  });
+});
+
 Deno.test("LAUNCH_SOURCES lists exactly the local modules cli/flags.ts loads", async () => {
   const out = await new Deno.Command(DENO, {
     args: ["info", "--json", "cli/flags.ts"],

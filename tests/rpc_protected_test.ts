@@ -81,7 +81,7 @@ Deno.test("isb rpc started from $HOME cannot read ~/.ssh, the credentials or the
       const r = await p.readJson();
       const err = errorOf(r);
       assert.equal(err.code, "invalid", err.message);
-      // the canonical check refuses it before Deno's --deny-read would (protected.ts)
+      // the canonical check refuses it before Deno's --deny-read would (rpc/host_paths.ts)
       assert.match(err.message, /is under .*, which isb rpc never reads/);
       assert.ok(!JSON.stringify(r).includes(SECRET));
     }

@@ -110,6 +110,25 @@ Deno.test("isb rpc reads neither the library nor the method table before its hel
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right
 });
 
+Deno.test("isb rpc evaluates for its first answer no Node module and no YAML reader", async () => {
+  // what the library and the method table import statically is evaluated before the first
+  // request is answered (a dynamic import is only read): the compose operations (js-yaml,
+  // node:path) wait for the first compose.* call; hashes, base64 and paths are Deno's own
+  const got = [
+    ...staticOf(await graphOf("rpc/mod.ts"), "rpc/mod.ts"),
+    ...staticOf(await graphOf("rpc/server/methods/mod.ts"), "rpc/server/methods/mod.ts"),
+  ];
+  assert.deepEqual(under(got, "node:", "npm:/js-yaml", "npm:/@peculiar"), []);
+  assert.deepEqual(under(got, "rpc/sandbox/compose/ops.ts", "rpc/sandbox/compose/load.ts"), []);
+  assert.deepEqual([...new Set(under(got, "npm:"))], ["npm:/zod@4.6.7"]); // read right
+});
+
+Deno.test("isx mcp's backend evaluates no Node module", async () => {
+  const got = staticOf(await graphOf("cli/mcp_backend.ts"), "cli/mcp_backend.ts");
+  assert.deepEqual(under(got, "node:"), []);
+  assert.ok(got.includes("rpc/host_paths.ts")); // the graph is read right
+});
+
 Deno.test("isx guest loads neither the sandbox engine, the proxy nor the MCP layer", async () => {
   const got = await loads("cli/guest.ts");
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "mcp/", "proxy/", "npm:"), []);

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, isNotFound } from "../../rpc/base.ts";
+import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, waitForIpv4 } from "../host/waits.ts";
 import { carriedAccountStamps, copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
@@ -44,6 +44,14 @@ export interface BranchOptions {
   waitForAddress?: boolean;
   /** Copy this stopped isx instance of `template` instead of the template (a fork). */
   from?: string;
+  /** The source instance as the caller already read it (not read again). */
+  source?: Instance;
+  /**
+   * Work on the started instance that needs neither its secret nor its address (the CLI's CA
+   * check): run while those two are delivered and awaited; a failure removes the branch, as
+   * a failed start does.
+   */
+  alongside?: (name: string) => Promise<unknown>;
 }
 
 /** What a branch made. */
@@ -62,6 +70,14 @@ export interface BranchResult {
   ms: number;
   /** A coordinator's agent registrations, or a copy's removal of them (issue 20). */
   mcpClients?: RegistrationReport;
+  /**
+   * Milliseconds of each step, in order (`bench/branch_bench.ts` prints them): `source` (read
+   * the template), `network` (its devices), `address` (the static address plan), `copy`,
+   * `start` (with the address pinned), `secret+ipv4` (the secret delivered while the address
+   * is awaited; `secret+ipv4+alongside` with {@link BranchOptions.alongside}). Measured, not
+   * promised: a step that did not run is absent.
+   */
+  steps: Record<string, number>;
 }
 
 /** The network mode and limits the current definitions give a template (if defined). */
@@ -95,10 +111,18 @@ export async function branchInstance(
   opts: BranchOptions,
 ): Promise<BranchResult> {
   const started = Date.now();
+  const steps: Record<string, number> = {};
+  let lapAt = performance.now();
+  const lap = (step: string) => {
+    const now = performance.now();
+    steps[step] = Math.round((now - lapAt) * 10) / 10;
+    lapAt = now;
+  };
   const sourceName = opts.from ?? opts.template;
   let tpl;
   try {
-    tpl = (await client.getInstance(sourceName)).value;
+    tpl = opts.source ?? (await client.getInstance(sourceName)).value;
+    lap("source");
   } catch (e) {
     if (isNotFound(e) && opts.from) {
       throw new IsbError("not_found", `fork "${opts.name}" from "${opts.from}": no such instance`);
@@ -143,12 +167,14 @@ export async function branchInstance(
     ...opts.stamps,
   };
   const net = await networkDevices(client, network, opts.proxy);
+  lap("network");
   let pin: PinPlan | undefined;
   if (network !== "airgap") {
     const base = net.devices.eth0 ?? tpl.expanded_devices?.eth0 ?? tpl.devices.eth0 ?? {};
     pin = await planPin(client, base, `branch "${opts.name}" from "${opts.template}"`);
     net.devices.eth0 = pin.nic;
     stamps[STAMP.staticIp] = pin.address;
+    lap("address");
   }
   try {
     await client.createInstance({
@@ -162,6 +188,7 @@ export async function branchInstance(
       devices: net.devices,
       description: `isx instance of ${opts.template}`,
     }, { step: `copy ${opts.template} to ${opts.name}` });
+    lap("copy");
   } catch (e) {
     if (e instanceof IsbError && e.code === "already_exists") {
       throw new IsbError(
@@ -187,10 +214,13 @@ export async function branchInstance(
         start,
       });
     } else await start();
+    lap("start");
     [, ip] = await Promise.all([
       deliverSecret(client, opts.name, secret),
       wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),
+      opts.alongside?.(opts.name),
     ]);
+    lap(opts.alongside ? "secret+ipv4+alongside" : "secret+ipv4");
   } catch (e) {
     // a branch that cannot start is useless: remove it rather than leave a half-made one
     // (registering a coordinator's agents below never throws: the next start tries again)
@@ -213,5 +243,6 @@ export async function branchInstance(
     ...(ip ? { ip } : {}),
     ms: Date.now() - started,
     ...(mcpClients ? { mcpClients } : {}),
+    steps,
   };
 }

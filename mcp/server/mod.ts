@@ -29,6 +29,7 @@
  */
 
 import { lines } from "../../rpc/jsonl.ts";
+import { after } from "../../rpc/timer.ts";
 import type { TaskChange } from "../session/mod.ts";
 import type { McpBackend, McpServer, ServeOptions } from "./types.ts";
 
@@ -66,14 +67,15 @@ export function serveMcp(o: ServeOptions): McpServer {
   // (loading blocks the event loop: started at once it would delay the handshake's answer)
   let b: McpBackend | undefined;
   let loading: Promise<McpBackend> | undefined;
-  let idle: ReturnType<typeof setTimeout> | undefined;
+  // rpc/timer.ts, not setTimeout: its first call loads Node's timers, in the client's pause
+  let cancelIdle = () => {};
   let clientName: string | undefined;
   let mcpTasks: McpTasks | undefined;
   let unlisten = () => {};
   const afterLoad: (() => void)[] = [];
   const need = (): Promise<McpBackend> => {
     if (loading) return loading;
-    clearTimeout(idle);
+    cancelIdle();
     const from = o.backend;
     loading = (typeof from === "function" ? Promise.resolve().then(from) : Promise.resolve(from))
       .then((x) => {
@@ -95,8 +97,8 @@ export function serveMcp(o: ServeOptions): McpServer {
   };
   const soon = () => {
     if (loading || ending) return;
-    clearTimeout(idle);
-    idle = setTimeout(need, o.idleLoadMs ?? 20);
+    cancelIdle();
+    cancelIdle = after(o.idleLoadMs ?? 20, need);
   };
   const setClientName = (name: string) => {
     clientName = name;
@@ -282,7 +284,7 @@ export function serveMcp(o: ServeOptions): McpServer {
     ending ??= (async () => {
       for (const f of inflight.values()) f.ctrl.abort(new Error("the session is ending"));
       // a started session's backend is loaded (and awaited): it is released as any other
-      clearTimeout(idle);
+      cancelIdle();
       const x = started || loading ? await need().catch(() => undefined) : undefined;
       mcpTasks?.cancelAll();
       const all = Promise.all([...inflight.values()].map((f) => f.done.catch(() => {})));

@@ -17,7 +17,7 @@
 
 import { load as parseYaml } from "js-yaml";
 import { IsbError } from "../../rpc/errors.ts";
-import { checkHostPath, protectedHostPaths } from "../../rpc/base.ts";
+import { checkHostPath, protectedHostPaths } from "../../rpc/host_paths.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
 import {
   type FileDef,

@@ -12,6 +12,7 @@ import { IsbError } from "../errors.ts";
 import { WsClient, type WsTarget } from "./websocket.ts";
 import { formatDuration } from "../duration.ts";
 import { unixExchange } from "./http_unix.ts";
+import { after } from "../timer.ts";
 
 /** TLS material for a remote Incus (PEM strings). */
 export interface TlsIdentity {
@@ -85,10 +86,10 @@ export class HttpTransport {
   async request(req: HttpRequest): Promise<HttpResponse> {
     const ctl = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const cancel = after(req.timeoutMs, () => {
       timedOut = true;
       ctl.abort();
-    }, req.timeoutMs);
+    });
     try {
       if (this.#socket !== undefined) {
         const body = req.body === undefined ? undefined : encodeBody(req.body);
@@ -117,7 +118,7 @@ export class HttpTransport {
       if (isRefused(e)) throw this.#refused(e);
       throw this.#failure(req, e);
     } finally {
-      clearTimeout(timer);
+      cancel();
     }
   }
 
@@ -134,11 +135,11 @@ export class HttpTransport {
     const ws = new WsClient();
     setup?.(ws);
     const where = path.split("?", 1)[0] ?? path; // the query holds the secret: never show it
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(this.#timeout({ method: "GET", path: where, timeoutMs }, undefined)),
+      cancel = after(
         timeoutMs,
+        () => reject(this.#timeout({ method: "GET", path: where, timeoutMs }, undefined)),
       );
     });
     try {
@@ -148,7 +149,7 @@ export class HttpTransport {
       ws.terminate();
       throw this.#wsFailure(where, e);
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   }
 

@@ -45,7 +45,7 @@ export interface EngineOptions {
   fs?: ComposeFs;
   /** Probe for taken TCP ports (searched ports); binding locally when absent. */
   inUse?: (host: string, port: number) => boolean;
-  /** Host paths never read nor mounted (secret files, bind sources): see protected.ts. */
+  /** Host paths never read nor mounted (secret files, bind sources): see rpc/host_paths.ts. */
   protectedPaths?: readonly string[];
 }
 

@@ -15,7 +15,7 @@
  *   createTimeoutMs,              // --create-timeout (default: the client's createMs, 10 min)
  *   term: ctx.env.TERM,           // for tty execs
  *   // optional: clock {now, sleep}, wallNow, lockWaitMs, fs (compose file access), inUse,
- *   // protectedPaths (never read nor mounted: protected.ts; added to the defaults of env)
+ *   // protectedPaths (never read nor mounted: rpc/host_paths.ts; added to the defaults of env)
  * });
  * ```
  *
@@ -35,16 +35,9 @@
 
 import type { IncusClient } from "../incus/mod.ts";
 import type { Engine, EngineOptions } from "./_engine_types.ts";
-import {
-  composeDown,
-  type ComposeFs,
-  composeLoad,
-  type ComposeParams,
-  composePlan,
-  composeUp,
-  DENO_FS,
-  protectFs,
-} from "./compose/mod.ts";
+// not compose/mod.ts: it re-exports the operations, which would evaluate them (see composeOps)
+import { type ComposeFs, DENO_FS, protectFs } from "./compose/fs.ts";
+import type { ComposeParams } from "./compose/ops.ts";
 import { cachedServerInfo, desiredToJson, poolFacts, protectedHostPaths } from "./resolve/mod.ts";
 import {
   ensureVolume,
@@ -110,9 +103,20 @@ export { type Clock, SYSTEM_CLOCK } from "./lifecycle/mod.ts";
 
 export type * from "./_engine_types.ts";
 
+let composeLoading: Promise<typeof import("./compose/ops.ts")> | undefined;
+
+/**
+ * The compose operations, evaluated on the first `compose.*` call: they bring js-yaml, the
+ * compose file's zod schemas and Deno's `node:path` (~10 ms), which no other method needs, and
+ * `isb rpc` pays what it evaluates before its first answer.
+ */
+function composeOps(): Promise<typeof import("./compose/ops.ts")> {
+  return composeLoading ??= import("./compose/ops.ts");
+}
+
 /** Builds the engine (see the module doc for the constructor call). */
 export function createEngine(opts: EngineOptions): Engine {
-  // always the defaults of this environment, whatever the caller adds (protected.ts)
+  // always the defaults of this environment, whatever the caller adds (rpc/host_paths.ts)
   const roots = protectedHostPaths({
     env: opts.env,
     isbStateDir: opts.isbStateDir,
@@ -186,10 +190,10 @@ export function createEngine(opts: EngineOptions): Engine {
       });
     },
 
-    composeLoad: (p) => composeLoad(rt, fs, p),
-    composeUp: (p, o = {}) => composeUp(rt, fs, p, o),
-    composePlan: (p, o = {}) => composePlan(rt, fs, p, o),
-    composeDown: (p, o = {}) => composeDown(rt, fs, p, o),
+    composeLoad: async (p) => (await composeOps()).composeLoad(rt, fs, p),
+    composeUp: async (p, o = {}) => (await composeOps()).composeUp(rt, fs, p, o),
+    composePlan: async (p, o = {}) => (await composeOps()).composePlan(rt, fs, p, o),
+    composeDown: async (p, o = {}) => (await composeOps()).composeDown(rt, fs, p, o),
   };
   return engine;
 }

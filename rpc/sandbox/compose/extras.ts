@@ -41,7 +41,7 @@ export async function gatherSecretValues(
     readTextFile(p: string): Promise<string>;
     /** Canonical path (a symlink into a protected path is refused too). */
     realPath?(p: string): Promise<string>;
-    /** Paths no secret file may be or lie under (protected.ts). */
+    /** Paths no secret file may be or lie under (rpc/host_paths.ts). */
     protectedPaths?: readonly string[];
   },
 ): Promise<Record<string, string>> {

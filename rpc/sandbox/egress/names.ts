@@ -4,13 +4,14 @@
  * instance gets, and the bridge config and ACL body `apply` has to create. Nothing here
  * talks to incus; the I/O side (bridge, ACL, CA) consumes {@link EgressPlan}.
  *
- * SHA-256 comes from `node:crypto`'s synchronous `createHash`: it is computation, not I/O,
- * and resolution must stay synchronous and pure (see docs/decisions.md).
+ * SHA-256 comes from `rpc/sha256.ts` (synchronous, as resolution must stay pure): importing
+ * `node:crypto` for it started Deno's Node layer in every `isb rpc` (~12 ms before the first
+ * answer; see docs/decisions.md).
  *
  * @module
  */
 
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../../sha256.ts";
 import { type EgressPolicy, egressPolicy, type EgressSpec, entryString } from "../spec/egress.ts";
 
 /** Egress bridges are `isbbrx<8 hex>`. */
@@ -28,13 +29,9 @@ export const EGRESS_CA_BUNDLE = "/etc/isb/egress-ca-bundle.pem";
 /** The CA certificate pushed into the guest. */
 export const EGRESS_CA_CERT = "/etc/isb/egress-ca.crt";
 
-function sha256(s: string): Buffer {
-  return createHash("sha256").update(s, "utf8").digest();
-}
-
 /** First 4 bytes (hex) of SHA-256 of `isb-egress\0<project>\0<instance>`. */
 export function egressDigest8(project: string, instance: string): string {
-  return sha256(`isb-egress\0${project}\0${instance}`).subarray(0, 4).toString("hex");
+  return sha256Hex(`isb-egress\0${project}\0${instance}`).slice(0, 8);
 }
 
 /** The egress bridge of sandbox `instance` in incus project `project`. */
@@ -49,8 +46,7 @@ export function egressAclName(project: string, instance: string): string {
 
 /** What the guest sees instead of a secret: derived from the bridge and the variable. */
 export function egressPlaceholder(bridge: string, env: string): string {
-  const h = sha256(`isb-egress-placeholder\0${bridge}\0${env}`).subarray(0, 16);
-  return `isb_placeholder_${h.toString("hex")}`;
+  return `isb_placeholder_${sha256Hex(`isb-egress-placeholder\0${bridge}\0${env}`).slice(0, 32)}`;
 }
 
 /** Everything about one sandbox's egress plumbing. */

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { posix } from "node:path";
+import * as posix from "../../posix_path.ts";
 import { IsbError } from "../../errors.ts";
 import { log } from "../../log.ts";
 import type { Image, IncusClient, ServerInfo } from "../../incus/mod.ts";
@@ -55,7 +55,7 @@ export interface Runtime {
   inUse?: ((host: string, port: number) => boolean) | undefined;
   /** `GET /1.0`, cached for a minute (host facts). */
   serverInfo: (incus: IncusClient) => Promise<ServerInfo>;
-  /** Host paths never read nor mounted (protected.ts). */
+  /** Host paths never read nor mounted (rpc/host_paths.ts). */
   protectedPaths: readonly string[];
 }
 

@@ -4,7 +4,7 @@
  * where a host path slips past the typed fields: a `disk` device whose `source` is `~/.ssh`,
  * a `raw.lxc` mount entry or hook, a proxy device connecting to the Incus socket, a block
  * device of the host's disk. Each such path goes through the one canonical check of
- * `protected.ts`; what cannot be checked is refused.
+ * `rpc/host_paths.ts`; what cannot be checked is refused.
  *
  * - `raw.*` config keys: refused, except `raw.idmap` whose lines have the idmap grammar
  *   (`uid|gid|both HOST[-HOST] GUEST[-GUEST]`), which cannot name a path. `raw.lxc` (mount

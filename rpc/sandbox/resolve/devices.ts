@@ -77,7 +77,7 @@ export function defaultPortName(bind: string, listen: string): string {
 }
 
 /**
- * A bind source made absolute and canonical by the one check of `protected.ts` (`~`, `$HOME`,
+ * A bind source made absolute and canonical by the one check of `rpc/host_paths.ts` (`~`, `$HOME`,
  * relative to `baseDir`, symlinks resolved; refused in, through a link to, or holding a
  * protected path); it must exist. Then the host path map applies.
  */

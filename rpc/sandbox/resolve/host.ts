@@ -38,7 +38,7 @@ export interface HostFacts {
   guestHome?: string | undefined;
   /** Canonical path (symlinks resolved) of an existing path; undefined when it is missing. */
   realPath(path: string): string | undefined;
-  /** Paths no bind source may be or lie under (protected.ts). */
+  /** Paths no bind source may be or lie under (rpc/host_paths.ts). */
   protectedPaths?: readonly string[];
 }
 

@@ -1,5 +1,5 @@
 /**
- * The one canonical host-path check (protected.ts, _raw_rules.ts) as a table: every key a spec
+ * The one canonical host-path check (rpc/host_paths.ts, _raw_rules.ts) as a table: every key a spec
  * can name a host path with, against every spelling of `~/.ssh`, `~` and `/` (a symlink into
  * `.ssh`, `~/.ssh/`, `/root/./.ssh`, `${HOME}`, relative, trailing slash, a missing path
  * below a link), each refused with `invalid` naming the key and the path; and the allowed

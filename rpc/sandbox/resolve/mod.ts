@@ -9,7 +9,7 @@
  * - `host.ts`: the {@link HostFacts} shape and the idmap/home rules over it
  * - `image.ts`: image references → an Incus image source
  * - `host_facts.ts`: gathering the facts (storage pools, server info, subuid, real paths)
- * - `protected.ts`: the one canonical check of host paths, and the paths never read nor mounted
+^ * - `../../host_paths.ts` (re-exported): the one canonical check of host paths, and the paths never read nor mounted
  * - `_raw_rules.ts`: what `raw_config` and `raw_devices` may say (host paths in devices, raw keys)
  *
  * @module

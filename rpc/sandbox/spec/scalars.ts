@@ -49,6 +49,28 @@ function docSchema(doc: z.ZodType): Record<string, unknown> {
 }
 
 /**
+ * Metadata computed when first read: the JSON Schema of a poly field's `doc`. Every spec
+ * module makes such fields at import, and converting each `doc` there cost ~12 ms of every
+ * `isb rpc` start (before its first answer) for a schema only `sandbox.schema`-like callers
+ * ask for. zod's registry reads metadata by spreading it (`ownKeys`, descriptors, `get`) and
+ * checks `"id" in meta` when it is added; a doc schema never has an `id`, so that check is
+ * answered without converting.
+ */
+function lazyMeta(make: () => Record<string, unknown>): Record<string, unknown> {
+  let made: Record<string, unknown> | undefined;
+  const target = () => (made ??= make());
+  return new Proxy({}, {
+    get: (_, k) => Reflect.get(target(), k),
+    has: (_, k) => k !== "id" && k in target(),
+    ownKeys: () => Reflect.ownKeys(target()),
+    getOwnPropertyDescriptor: (_, k) => {
+      const d = Reflect.getOwnPropertyDescriptor(target(), k);
+      return d && { ...d, configurable: true };
+    },
+  });
+}
+
+/**
  * A field parsed by hand: `parse` sees the raw value and reports through `ctx`; the JSON
  * Schema shows `doc`, the forms it accepts.
  */
@@ -56,7 +78,9 @@ export function poly<T>(
   doc: z.ZodType,
   parse: (v: unknown, ctx: Ctx) => T,
 ): z.ZodType<T, unknown> {
-  return z.unknown().transform((v, ctx) => parse(v, ctx)).meta(docSchema(doc)) as z.ZodType<
+  return z.unknown().transform((v, ctx) => parse(v, ctx)).meta(
+    lazyMeta(() => docSchema(doc)),
+  ) as z.ZodType<
     T,
     unknown
   >;

@@ -11,7 +11,6 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { IsbError } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
@@ -30,7 +29,7 @@ export interface ExecEngine {
 
 /** Standard base64 with padding (output side). */
 export function encodeBase64(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+  return bytes.toBase64();
 }
 
 /**
@@ -44,7 +43,7 @@ export function decodeBase64(text: string): Uint8Array {
   if (!/^[A-Za-z0-9+/]*$/.test(s) || s.length % 4 === 1) {
     throw new IsbError("invalid", "invalid base64");
   }
-  return new Uint8Array(Buffer.from(s, "base64"));
+  return Uint8Array.fromBase64(s, { lastChunkHandling: "loose" });
 }
 
 const Base64 = z.string().transform((s, ctx) => {
