@@ -42,6 +42,8 @@ export interface BranchOptions {
   waitForAddress?: boolean;
   /** Copy this stopped isx instance of `template` instead of the template (a fork). */
   from?: string;
+  /** Stamp and deliver an instance secret (default yes; a warm-pool member gets none). */
+  secret?: boolean;
 }
 
 /** What a branch made. */
@@ -122,7 +124,7 @@ export async function branchInstance(
   }
   const network = opts.network ?? "full";
   const workdir = ts[STAMP.workdir] || "/home/agentuser";
-  const secret = InstanceSecret.generate();
+  const secret = opts.secret === false ? undefined : InstanceSecret.generate();
   const stamps: Record<string, string> = {
     [STAMP.type]: "instance",
     [STAMP.profile]: opts.template,
@@ -152,7 +154,7 @@ export async function branchInstance(
       source: { type: "copy", source: sourceName, instance_only: true },
       config: {
         ...copyConfig(tpl.config, stamps),
-        ...secretStamp(secret),
+        ...(secret ? secretStamp(secret) : {}),
         ...limitsConfig(opts.limits),
       },
       devices: net.devices,
@@ -184,7 +186,7 @@ export async function branchInstance(
       });
     } else await start();
     [, ip] = await Promise.all([
-      deliverSecret(client, opts.name, secret),
+      secret ? deliverSecret(client, opts.name, secret) : Promise.resolve(),
       wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),
     ]);
   } catch (e) {

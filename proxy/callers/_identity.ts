@@ -59,6 +59,8 @@ export interface InstanceInfo {
   pins: Record<string, string>;
   /** Its template's `accounts:` (`user.incus-spawn.template-account.<ns>`). */
   templateAccounts?: Record<string, string>;
+  /** An unclaimed warm-pool member (`mcp-pool` stamped): nobody's, given and counted nothing. */
+  pooled?: true;
 }
 
 /** An address's owner, and whether the owner's configuration names the address. */
@@ -182,11 +184,13 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
     running,
     addresses: addressesOf(i.state),
     nicAddresses,
-    grant: grantOf(stamps, nicsPinned(devices, config)),
+    // an unclaimed warm-pool member is nobody's yet (mcp/pool/members.ts): no credential
+    grant: stamps["mcp-pool"] ? [] : grantOf(stamps, nicsPinned(devices, config)),
     pins,
     ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
   if (guard.length) info.guard = guard;
+  if (stamps["mcp-pool"]) info.pooled = true;
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();
   return info;

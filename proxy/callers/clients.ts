@@ -50,6 +50,8 @@ export interface Caller extends CallerRef {
   templateAccounts?: Record<string, string>;
   /** Which credentials it may be given (none unless identified by its pinned NIC). */
   grant: Grant;
+  /** An unclaimed warm-pool member: answered 403 "not claimed", counted nowhere. */
+  pooled?: true;
 }
 
 /** What the servers ask: who is this connection, and whom do you know. */
@@ -153,6 +155,7 @@ export class ClientRegistry implements CallerLookup {
     };
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
     if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
+    if (i.pooled) c.pooled = true;
     return c;
   }
 
