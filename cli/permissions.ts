@@ -193,6 +193,25 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     run: [],
     sys: ["uid"],
   }),
+  // isx pool (the warm-pool keeper, mcp/pool/): the socket, the user's definitions and mcp
+  // settings read-only, the CA certificate (never its key) for the CA repair, its lock and
+  // log; memory for the host memory guard. No credentials: those stay the proxy's alone.
+  pool: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/mcp.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.stateDir}/ca/ca.crt`,
+      `${c.stateDir}/pool`,
+    ],
+    write: [c.socket, `${c.stateDir}/pool`],
+    net: true, // the Incus socket (see init) and the proxy's health port on loopback
+    env: ["ISX_GIT_SHA"],
+    run: [],
+    sys: ["uid", "systemMemoryInfo"],
+  }),
   // --help, --version, and mistakes: nothing at all.
   info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),
 };
