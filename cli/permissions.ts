@@ -98,11 +98,14 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       "/usr/local/bin/crontab",
       "/etc/systemd/system/isx-proxy.service",
       `${c.configDir.replace(/\/isx$/, "")}/systemd/user/isx-proxy.service`,
+      "/etc/systemd/system/isx-pool.service", // the warm-pool keeper's unit (cli/pool.ts)
+      `${c.configDir.replace(/\/isx$/, "")}/systemd/user/isx-pool.service`,
     ],
     write: [
       c.socket,
       `${c.stateDir}/proxy`,
       "/etc/systemd/system/isx-proxy.service",
+      "/etc/systemd/system/isx-pool.service",
       `${c.configDir.replace(/\/isx$/, "")}/systemd/user`,
     ],
     net: true,
