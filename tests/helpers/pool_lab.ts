@@ -223,6 +223,7 @@ export class PoolLab implements AsyncDisposable {
         await removeInstance(this.incus, i.name).catch(() => {});
       }
       await this.admin.call("DELETE", `/1.0/projects/${this.project}`, {}).catch((e) => {
+        // deno-lint-ignore no-console
         console.error(`i-pool: could not remove project ${this.project}: ${e}`);
       });
     }
