@@ -120,15 +120,15 @@ export class PoolLab implements AsyncDisposable {
    * Copies the user's template into the project as a fresh build: a new instance with a new
    * build id (what `isx build` gives a rebuilt template), replacing any earlier copy.
    */
-  async copyTemplate(): Promise<string> {
+  async copyTemplate(template: string = SOURCE_TEMPLATE): Promise<string> {
     const buildId = `i-pool-${crypto.randomUUID().slice(0, 8)}`;
-    await this.incus.deleteInstance(SOURCE_TEMPLATE, { step: "remove the old template" })
+    await this.incus.deleteInstance(template, { step: "remove the old template" })
       .catch((e) => {
         if (!isNotFound(e)) throw e;
       });
     await this.incus.createInstance({
-      name: SOURCE_TEMPLATE,
-      source: { type: "copy", source: SOURCE_TEMPLATE, project: "default", instance_only: true },
+      name: template,
+      source: { type: "copy", source: template, project: "default", instance_only: true },
       config: { "user.incus-spawn.build-id": buildId },
     }, { step: "copy the template into the lab project" });
     return buildId;
