@@ -16,6 +16,7 @@ import {
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/instances/mod.ts";
+import { claimMember, placeFingerprint } from "../mcp/pool/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
 import { parseAccountPairs } from "../proxy/config/accounts.ts";
@@ -42,16 +43,27 @@ function names(positionals: string[], min = 1): string[] {
 
 const NETWORKS = ["full", "proxy-only", "airgap"];
 
+function randomTag(): string {
+  const chars = "abcdefghijkmnpqrstuvwxyz23456789";
+  return [...crypto.getRandomValues(new Uint8Array(5))].map((b) => chars[b % 32]).join("");
+}
+
 /** `isx branch`. */
 export const branchCommand: Command = {
   name: "branch",
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
-  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
-                  [--account NS=NAME ...] [--json] [--no-preflight]
+  help: `Usage: isx branch [<name>] --from <template> [--network full|proxy-only|airgap]
+                  [--account NS=NAME ...] [--cold] [--json] [--no-preflight]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
 waits for its address.
+
+Without <name>, a ready member of the template's warm pool (isx pool) is claimed
+instead when there is one: it is already started, so this takes a fraction of a copy.
+Its name is the member's (pool-<template>-<tag>; Incus cannot rename a running
+instance). No member ready, --cold, or --network other than the template's: a copy
+named <template>-<tag>. With <name>, always a copy.
 
 Preflight: it refuses (exit 7, nothing made) when the proxy is not running (isx proxy
 start), runs another build or a config changed since it started (isx proxy restart), or
@@ -72,6 +84,7 @@ Options:
   --network MODE    override the template's network mode
   --account NS=NAME pin the proxy account of a namespace (claude, openai, github; may
                     repeat); see isx proxy account --help
+  --cold            copy even when a warm-pool member is ready
   --json            print the result as JSON
   --no-preflight    skip the refusals (the CA repair still runs when the proxy answers)`,
   mode: () => "instances",
@@ -81,6 +94,7 @@ Options:
       network: { type: "string" },
       account: { type: "string", multiple: true },
       json: { type: "boolean" },
+      cold: { type: "boolean" },
       "no-preflight": { type: "boolean" },
     });
     let accounts: Record<string, string> = {};
@@ -89,7 +103,7 @@ Options:
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
-    const [name] = names(positionals);
+    const [given] = names(positionals, 0);
     if (positionals.length > 1) throw new UsageError("branch makes one instance");
     if (!values.from) throw new UsageError("--from <template> is required");
     if (values.network !== undefined && !NETWORKS.includes(values.network)) {
@@ -108,23 +122,62 @@ Options:
       const d = branchDefaults(defs, values.from!);
       const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
       const health = await checkProxy(ctx, {
-        action: `branch "${name}" from "${values.from}"`,
+        action: `branch "${given ?? "(unnamed)"}" from "${values.from}"`,
         template: values.from!,
         defs,
         skip: values["no-preflight"] === true,
       });
       const tpl = await client.getInstance(values.from!).then((t) => t.value.config, () => ({}));
       const trusted = readStamps(tpl)[STAMP.caFingerprint];
+      const place = {
+        bridge: proxy.bridge,
+        proxyOnlyBridge: proxy.proxy_only_bridge,
+        subnets: proxy.proxy_only_subnets,
+        ports: { tls: proxy.ports.tls, forward: proxy.ports.forward },
+      };
+      const network = (values.network as NetworkMode | undefined) ?? d.network ?? "full";
+      if (!given && !values.cold && network === (d.network ?? "full")) {
+        // a warm-pool member (mcp/pool/), when one is ready and fresh: one ETag-guarded update
+        const t0 = Date.now();
+        const c = await claimMember(client, {
+          template: values.from!,
+          present: {
+            buildId: readStamps(tpl)[STAMP.buildId],
+            servedCa: health?.caFingerprint,
+            place: placeFingerprint(place, d),
+          },
+          stamps: Object.fromEntries(
+            Object.entries(accounts).map(([ns, n]) => [STAMP.account + ns, n]),
+          ),
+          now: t0,
+        });
+        if (c) {
+          const r = {
+            name: c.name,
+            template: values.from!,
+            network,
+            workdir: c.workdir,
+            ...(c.ip ? { ip: c.ip } : {}),
+            ms: Date.now() - t0,
+            pool: true,
+          };
+          if (values.json) out(JSON.stringify(r));
+          else {
+            out(
+              `${r.name}: claimed from the warm pool of ${r.template} in ${
+                (r.ms / 1000).toFixed(2)
+              } s, ${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
+            );
+          }
+          return 0;
+        }
+      }
+      const name = given ?? `${values.from!.replace(/^tpl-/, "")}-${randomTag()}`;
       const r = await branchInstance(client, {
-        name: name!,
+        name,
         template: values.from!,
-        proxy: {
-          bridge: proxy.bridge,
-          proxyOnlyBridge: proxy.proxy_only_bridge,
-          subnets: proxy.proxy_only_subnets,
-          ports: { tls: proxy.ports.tls, forward: proxy.ports.forward },
-        },
-        network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
+        proxy: place,
+        network,
         ...(d.limits ? { limits: d.limits } : {}),
         accounts,
         ...(trusted ? { stamps: { [STAMP.caFingerprint]: trusted } } : {}),

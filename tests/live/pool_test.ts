@@ -42,8 +42,6 @@ async function secretFile(lab: PoolLab, name: string): Promise<string | undefine
 Deno.test({
   name: "warm pool: cold without a keeper; fill; claim through isx mcp; race; rebuild; keeper",
   ignore: NO_INCUS || !(await sourceBuilt()),
-  sanitizeResources: false,
-  sanitizeOps: false,
   async fn(t) {
     await using lab = await PoolLab.open({ pool: 1 });
 
@@ -185,6 +183,38 @@ Deno.test({
         }
       },
     );
+
+    await t.step("isx branch without a name claims a member; --cold copies", async () => {
+      assert.equal((await lab.isx(["pool", "fill"])).code, 0);
+      const [one] = await lab.members("ready");
+      assert.ok(one);
+      const made: string[] = [];
+      try {
+        const flags = ["--from", SOURCE_TEMPLATE, "--no-preflight", "--json"];
+        const cold = await lab.isx(["branch", ...flags, "--cold"]);
+        assert.equal(cold.code, 0, cold.err);
+        const c = JSON.parse(cold.out);
+        made.push(c.name);
+        assert.notEqual(c.name, one);
+        assert.equal(c.pool, undefined);
+        const hit = await lab.isx(["branch", ...flags]);
+        assert.equal(hit.code, 0, hit.err);
+        const h = JSON.parse(hit.out);
+        made.push(h.name);
+        assert.equal(h.name, one);
+        assert.equal(h.pool, true);
+        assert.ok(h.ip);
+        const st = readStamps((await lab.incus.getInstance(one)).value.config);
+        assert.equal(st["mcp-pool"] ?? "", "");
+        assert.equal(sha256Hex((await secretFile(lab, one))!), st["instance-secret-sha256"]);
+        assert.deepEqual(await lab.members(), []);
+      } finally {
+        for (const n of made) {
+          await lab.incus.stopInstance(n, { step: "stop", force: true }).catch(() => {});
+          await lab.incus.deleteInstance(n, { step: "delete" }).catch(() => {});
+        }
+      }
+    });
 
     await t.step(
       "the keeper: fills, refuses a second, killed mid-fill leaves nothing behind",
