@@ -40,13 +40,16 @@ function fmt(xs: number[]): string {
   }; n=${xs.length})`;
 }
 
-async function createThenExec(c: Client): Promise<{ ms: number; name: string }> {
+async function createThenExec(
+  c: Client,
+): Promise<{ ms: number; createMs: number; name: string }> {
   const t = performance.now();
   const r = sc(await call(c, "create_instance", { template: SOURCE_TEMPLATE }));
+  const createMs = performance.now() - t;
   const ex = sc(await call(c, "exec", { instance: r.instance, command: "true" }));
   const ms = performance.now() - t;
   if (ex.exit_code !== 0) throw new Error(`exec in ${r.instance}: ${JSON.stringify(ex)}`);
-  return { ms, name: String(r.instance) };
+  return { ms, createMs, name: String(r.instance) };
 }
 
 function mcpYaml(lab: PoolLab, pool: Record<string, number>, templates = [SOURCE_TEMPLATE]) {
@@ -77,6 +80,7 @@ if (import.meta.main) {
   console.log(`pool_bench: project ${lab.project}, ${ROUNDS} rounds, load average ${load}`);
   const c = await connect(lab.home, "legacy", { extra: NP });
   const hit: number[] = [];
+  const hitCreate: number[] = [];
   const cold: number[] = [];
   const bare: number[] = [];
   try {
@@ -90,6 +94,7 @@ if (import.meta.main) {
       const h = await createThenExec(c);
       if (!h.name.startsWith("pool-")) throw new Error(`not a pool hit: ${h.name}`);
       hit.push(h.ms);
+      hitCreate.push(h.createMs);
       mcpYaml(lab, {});
       const k = await createThenExec(c);
       if (k.name.startsWith("pool-")) throw new Error(`not cold: ${k.name}`);
@@ -111,6 +116,7 @@ if (import.meta.main) {
     await c.close();
   }
   console.log(`create_instance → first exec, pool hit:  ${fmt(hit)}  (target p50 ≤ 150 ms)`);
+  console.log(`  of which create_instance alone:        ${fmt(hitCreate)}`);
   console.log(`create_instance → first exec, cold:      ${fmt(cold)}`);
   console.log(`incus copy + start + IPv4 (REST):        ${fmt(bare)}`);
   console.log(

@@ -129,7 +129,11 @@ export async function claimMember(
       throw e;
     }
     try {
-      await deliverSecret(client, m.name, secret);
+      const gid = Number(st[POOL_STAMP.gid] || NaN);
+      // one write into the directory the keeper made; a member that lost it (restarted
+      // behind the pool's back) gets the full delivery
+      await deliverSecret(client, m.name, secret, Number.isInteger(gid) ? { gid } : {})
+        .catch(() => deliverSecret(client, m.name, secret));
     } catch (e) {
       // claimed but unusable: it is ours to remove, and the caller goes cold
       await client.stopInstance(m.name, { step: `stop ${m.name}`, force: true }).catch(() => {});

@@ -15,6 +15,7 @@
 import { type IncusClient, type Instance, isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
+import { prepareSecretDir } from "../instances/secret.ts";
 import type { ProxyPlace } from "../instances/network.ts";
 import type { Definitions } from "../templates/load.ts";
 import type { McpConfig } from "../session/config.ts";
@@ -111,9 +112,18 @@ export async function fillOne(deps: PoolDeps, template: string, present: Present
   });
   try {
     await deps.repairCa(name, trusted);
-    await deps.incus.updateInstance(name, withStamps({ [POOL_STAMP.state]: "ready" }), {
-      step: `mark pool member ${name} ready`,
-    });
+    // the secret's directory now, so a claim writes one file (no secret in it until then)
+    const gid = await prepareSecretDir(deps.incus, name);
+    await deps.incus.updateInstance(
+      name,
+      withStamps({
+        [POOL_STAMP.state]: "ready",
+        [POOL_STAMP.gid]: String(gid),
+      }),
+      {
+        step: `mark pool member ${name} ready`,
+      },
+    );
   } catch (e) {
     await deps.incus.stopInstance(name, { step: `stop ${name}`, force: true }).catch(() => {});
     await deps.incus.deleteInstance(name, { step: `delete ${name}` }).catch(() => {});

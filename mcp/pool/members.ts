@@ -32,6 +32,8 @@ export const POOL_STAMP = {
   since: "mcp-pool-since",
   /** The placement fingerprint it was made for ({@link placeFingerprint}). */
   place: "mcp-pool-place",
+  /** agentuser's gid, once the keeper made `/run/isx` (the claim then only writes the file). */
+  gid: "mcp-pool-gid",
   /** When a session claimed it (ISO); stays on a claimed instance. */
   claimed: "mcp-pool-claimed",
 } as const;

@@ -131,7 +131,7 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
   const health = await preflight(s, { action, template, defs });
   // a warm pool's member when one is ready (pooled.ts); forks stay cold
   if (!args.from_instance && cfg.warmPool?.[template]) {
-    const got = await createFromPool(s, { template, tplConfig, health, args, facts });
+    const got = await createFromPool(s, { template, tplConfig, health, args, facts, defs });
     if (got) return got;
   }
   const name = instanceName(template, args.name_hint);

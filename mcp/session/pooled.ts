@@ -17,6 +17,7 @@ import { MCP_STAMP } from "./holding.ts";
 import { type CreateArgs, type Created, replay, underKey } from "./replay.ts";
 import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
+import type { Definitions } from "../templates/load.ts";
 
 /** The stamp a claimed member carries its create's `name_hint` in. */
 export const POOL_NAME_HINT = "mcp-name-hint";
@@ -30,11 +31,13 @@ export async function createFromPool(
     health: unknown;
     args: CreateArgs;
     facts: { tools: string[]; delegate_agents: readonly unknown[] };
+    /** The definitions the create loaded (not loaded again). */
+    defs: Definitions;
   },
 ): Promise<Created | undefined> {
   const { args, template } = o;
   const key = args.idempotency_key;
-  const defs = s.deps.definitions();
+  const defs = o.defs;
   const servedCa = (o.health as { caFingerprint?: string } | undefined)?.caFingerprint;
   const present = {
     buildId: readStamps(o.tplConfig)[STAMP.buildId],
