@@ -9,7 +9,7 @@
  * @module
  */
 
-import { readStamps, STAMP } from "../host/stamps.ts";
+import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { branchDefaults } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { claimMember, placeFingerprint } from "../pool/mod.ts";
@@ -53,6 +53,9 @@ export async function createFromPool(
       ...s.holderStamps(),
       [MCP_STAMP.purpose]: args.purpose ?? "",
       [MCP_STAMP.key]: key ?? "",
+      // keyed: marked until the secret is delivered, as a cold copy is until it is made; a
+      // server killed in between leaves a half-made orphan the keyed retry removes
+      ...(key ? { [MCP_STAMP.creating]: new Date(t0).toISOString() } : {}),
       [MCP_STAMP.kept]: "",
       [POOL_NAME_HINT]: args.name_hint ?? "",
     },
@@ -82,6 +85,9 @@ export async function createFromPool(
       await destroyIsxInstance(s.incus, c.name).catch(() => {});
       return replay(s, under[0], args);
     }
+    await s.incus.updateInstance(c.name, withStamps({ [MCP_STAMP.creating]: "" }), {
+      step: `mark ${c.name} made`,
+    });
   }
   return {
     instance: c.name,

@@ -184,6 +184,64 @@ Deno.test({
       },
     );
 
+    await t.step(
+      "a server killed mid-claim: the keyed retry leaves one claimed, stamped instance",
+      async () => {
+        Deno.writeTextFileSync(
+          `${lab.home.configDir}/mcp.yaml`,
+          `templates: [${SOURCE_TEMPLATE}]\nwarm-pool: {${SOURCE_TEMPLATE}: 2}\n`,
+        );
+        try {
+          assert.equal((await lab.isx(["pool", "fill"])).code, 0);
+          const ready = await lab.members("ready");
+          assert.equal(ready.length, 2);
+          const key = `crash-${lab.id}`;
+          // what a server killed between the claim's update and the secret's delivery leaves:
+          // the claim's stamps (a session that no longer runs) and the key, still marked
+          // creating, a secret hash with no secret delivered
+          const half = ready[0]!;
+          await lab.incus.updateInstance(half, (i) => ({
+            ...i,
+            config: {
+              ...i.config,
+              "user.incus-spawn.mcp-pool": "",
+              "user.incus-spawn.mcp-owner": `${Deno.uid()}:${lab.home.stateDir}`,
+              "user.incus-spawn.mcp-session": "999999-1",
+              "user.incus-spawn.mcp-idempotency-key": key,
+              "user.incus-spawn.mcp-creating": new Date().toISOString(),
+              "user.incus-spawn.instance-secret-sha256": sha256Hex(crypto.randomUUID()),
+            },
+          }), { step: "leave a half-made claim" });
+          const c = await connect(lab.home, "legacy", { extra: NP });
+          try {
+            const r = await create(c, { idempotency_key: key });
+            assert.equal(r.instance, ready[1], "the retry claimed the other member");
+            assert.equal(r.replayed, undefined);
+            const keyed = (await lab.incus.listInstances()).filter((i) =>
+              readStamps(i.config)["mcp-idempotency-key"] === key
+            );
+            assert.deepEqual(keyed.map((i) => i.name), [ready[1]], "exactly one carries the key");
+            const st = readStamps(keyed[0]!.config);
+            assert.equal(st["mcp-creating"] ?? "", "", "made: no longer marked creating");
+            assert.equal(
+              sha256Hex((await secretFile(lab, ready[1]!))!),
+              st["instance-secret-sha256"],
+            );
+            const again = await create(c, { idempotency_key: key });
+            assert.deepEqual([again.instance, again.replayed], [ready[1], true]);
+            await call(c, "destroy_instance", { instance: ready[1] });
+          } finally {
+            await c.close();
+          }
+        } finally {
+          Deno.writeTextFileSync(
+            `${lab.home.configDir}/mcp.yaml`,
+            `templates: [${SOURCE_TEMPLATE}]\nwarm-pool: {${SOURCE_TEMPLATE}: 1}\n`,
+          );
+        }
+      },
+    );
+
     await t.step("isx branch without a name claims a member; --cold copies", async () => {
       assert.equal((await lab.isx(["pool", "fill"])).code, 0);
       const [one] = await lab.members("ready");
