@@ -187,57 +187,56 @@ Deno.test({
     await t.step(
       "a server killed mid-claim: the keyed retry leaves one claimed, stamped instance",
       async () => {
-        Deno.writeTextFileSync(
-          `${lab.home.configDir}/mcp.yaml`,
-          `templates: [${SOURCE_TEMPLATE}]\nwarm-pool: {${SOURCE_TEMPLATE}: 2}\n`,
-        );
+        assert.equal((await lab.isx(["pool", "fill"])).code, 0);
+        const [half] = await lab.members("ready");
+        assert.ok(half);
+        // hold the claim between its update and the secret's delivery: the member's /run/isx
+        // and systemd's /run marker gone, the delivery waits for /run (up to 30 s)
+        const sab = await execRecorded(lab.incus, half, [
+          "sh",
+          "-c",
+          "rm -rf /run/isx && mv /run/systemd/system /run/systemd/system.held",
+        ], { step: "hold the delivery" });
+        assert.equal(sab.exitCode, 0, sab.stderr);
+        const key = `crash-${lab.id}`;
+        const c1 = await connect(lab.home, "legacy", { extra: NP });
+        const pid = (c1.transport as unknown as { pid: number | null }).pid!;
+        const pending = create(c1, { idempotency_key: key }).catch((e) => e);
+        await until("the claim's update landed", async () => {
+          const st = readStamps((await lab.incus.getInstance(half)).value.config);
+          return st["mcp-session"] ? true : undefined;
+        }, 60_000);
+        Deno.kill(pid, "SIGKILL");
+        await pending;
+        await c1.close().catch(() => {});
+        assert.equal(await secretFile(lab, half), undefined, "killed before the delivery");
+        // the keeper's next member, then the keyed retry from a new session
+        assert.equal((await lab.isx(["pool", "fill"])).code, 0);
+        const [next] = await lab.members("ready");
+        assert.ok(next && next !== half);
+        const c = await connect(lab.home, "legacy", { extra: NP });
         try {
-          assert.equal((await lab.isx(["pool", "fill"])).code, 0);
-          const ready = await lab.members("ready");
-          assert.equal(ready.length, 2);
-          const key = `crash-${lab.id}`;
-          // what a server killed between the claim's update and the secret's delivery leaves:
-          // the claim's stamps (a session that no longer runs) and the key, still marked
-          // creating, a secret hash with no secret delivered
-          const half = ready[0]!;
-          await lab.incus.updateInstance(half, (i) => ({
-            ...i,
-            config: {
-              ...i.config,
-              "user.incus-spawn.mcp-pool": "",
-              "user.incus-spawn.mcp-owner": `${Deno.uid()}:${lab.home.stateDir}`,
-              "user.incus-spawn.mcp-session": "999999-1",
-              "user.incus-spawn.mcp-idempotency-key": key,
-              "user.incus-spawn.mcp-creating": new Date().toISOString(),
-              "user.incus-spawn.instance-secret-sha256": sha256Hex(crypto.randomUUID()),
-            },
-          }), { step: "leave a half-made claim" });
-          const c = await connect(lab.home, "legacy", { extra: NP });
-          try {
-            const r = await create(c, { idempotency_key: key });
-            assert.equal(r.instance, ready[1], "the retry claimed the other member");
-            assert.equal(r.replayed, undefined);
-            const keyed = (await lab.incus.listInstances()).filter((i) =>
-              readStamps(i.config)["mcp-idempotency-key"] === key
-            );
-            assert.deepEqual(keyed.map((i) => i.name), [ready[1]], "exactly one carries the key");
-            const st = readStamps(keyed[0]!.config);
-            assert.equal(st["mcp-creating"] ?? "", "", "made: no longer marked creating");
-            assert.equal(
-              sha256Hex((await secretFile(lab, ready[1]!))!),
-              st["instance-secret-sha256"],
-            );
-            const again = await create(c, { idempotency_key: key });
-            assert.deepEqual([again.instance, again.replayed], [ready[1], true]);
-            await call(c, "destroy_instance", { instance: ready[1] });
-          } finally {
-            await c.close();
-          }
-        } finally {
-          Deno.writeTextFileSync(
-            `${lab.home.configDir}/mcp.yaml`,
-            `templates: [${SOURCE_TEMPLATE}]\nwarm-pool: {${SOURCE_TEMPLATE}: 1}\n`,
+          const r = await create(c, { idempotency_key: key });
+          assert.equal(r.instance, next, "not the half-made claim");
+          assert.equal(r.replayed, undefined);
+          await until(
+            "the half-made claim removed",
+            async () =>
+              (await lab.incus.listInstances()).some((i) => i.name === half) ? undefined : true,
+            60_000,
           );
+          const keyed = (await lab.incus.listInstances()).filter((i) =>
+            readStamps(i.config)["mcp-idempotency-key"] === key
+          );
+          assert.deepEqual(keyed.map((i) => i.name), [next], "exactly one carries the key");
+          const st = readStamps(keyed[0]!.config);
+          assert.equal(st["mcp-creating"] ?? "", "", "made: no longer marked creating");
+          assert.equal(sha256Hex((await secretFile(lab, next!))!), st["instance-secret-sha256"]);
+          const again = await create(c, { idempotency_key: key });
+          assert.deepEqual([again.instance, again.replayed], [next, true]);
+          await call(c, "destroy_instance", { instance: next });
+        } finally {
+          await c.close();
         }
       },
     );
