@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-console
 /**
  * Warm pools (issue 21), side by side in one run on a real incusd, in a project of the
  * bench's own (tests/helpers/pool_lab.ts):
