@@ -16,6 +16,7 @@ import * as init from "./init.ts";
 import * as instances from "./instances.ts";
 import * as list from "./list.ts";
 import * as mcp from "./mcp.ts";
+import * as pool from "./pool.ts";
 import * as mcpBackend from "./mcp_backend.ts";
 import * as proxy from "./proxy.ts";
 import * as rpc from "./rpc.ts";
@@ -36,6 +37,7 @@ export const BUNDLED: Record<string, Record<string, unknown>> = {
   "instances.ts": instances,
   "list.ts": list,
   "mcp.ts": mcp,
+  "pool.ts": pool,
   "mcp_backend.ts": mcpBackend,
   "proxy.ts": proxy,
   "rpc.ts": rpc,

@@ -146,6 +146,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     named("dashboard.ts", "dashboardCommand"),
   ),
   row(
+    "pool",
+    ["isx"],
+    "warm pools of started instances that create_instance claims (show, keep, fill, drain)",
+    named("pool.ts", "poolCommand"),
+  ),
+  row(
     "mcp",
     ["isx"],
     "serve MCP on stdin/stdout: agents and programs run instances, commands, tasks",

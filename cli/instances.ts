@@ -20,6 +20,7 @@ import {
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/instances/mod.ts";
+import { claimMember, placeFingerprint } from "../mcp/pool/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
 import { parseAccountPairs } from "../proxy/config/accounts.ts";
@@ -51,16 +52,27 @@ function registrationText(r: Record<string, string>): string {
   return Object.entries(r).map(([agent, what]) => `${agent} ${what}`).join(", ") || "none";
 }
 
+function randomTag(): string {
+  const chars = "abcdefghijkmnpqrstuvwxyz23456789";
+  return [...crypto.getRandomValues(new Uint8Array(5))].map((b) => chars[b % 32]).join("");
+}
+
 /** `isx branch`. */
 export const branchCommand: Command = {
   name: "branch",
   progs: ["isx"],
   summary: "make a running copy-on-write instance of a built template",
-  help: `Usage: isx branch <name> --from <template> [--network full|proxy-only|airgap]
-                  [--account NS=NAME ...] [--mcp-client] [--json] [--no-preflight]
+  help: `Usage: isx branch [<name>] --from <template> [--network full|proxy-only|airgap]
+                  [--account NS=NAME ...] [--mcp-client] [--cold] [--json] [--no-preflight]
 
 Copies a built template (copy-on-write), starts it with a fresh instance secret and
 waits for its address.
+
+Without <name>, a ready member of the template's warm pool (isx pool) is claimed
+instead when there is one: it is already started, so this takes a fraction of a copy.
+Its name is the member's (pool-<template>-<tag>; Incus cannot rename a running
+instance). No member ready, --cold, --mcp-client, or --network other than the template's: a copy
+named <template>-<tag>. With <name>, always a copy.
 
 Preflight: it refuses (exit 7, nothing made) when the proxy is not running (isx proxy
 start), runs another build or a config changed since it started (isx proxy restart), or
@@ -84,6 +96,7 @@ Options:
   --mcp-client      make it a coordinator: the agent inside may drive isx mcp over
                     https://mcp.isx.internal/mcp through the proxy (stamp mcp-caller;
                     a copy of it never is one); see docs/mcp.md
+  --cold            copy even when a warm-pool member is ready
   --json            print the result as JSON
   --no-preflight    skip the refusals (the CA repair still runs when the proxy answers)`,
   mode: () => "instances",
@@ -94,6 +107,7 @@ Options:
       account: { type: "string", multiple: true },
       json: { type: "boolean" },
       "mcp-client": { type: "boolean" },
+      cold: { type: "boolean" },
       "no-preflight": { type: "boolean" },
     });
     let accounts: Record<string, string> = {};
@@ -102,7 +116,7 @@ Options:
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
-    const [name] = names(positionals);
+    const [given] = names(positionals, 0);
     if (positionals.length > 1) throw new UsageError("branch makes one instance");
     if (!values.from) throw new UsageError("--from <template> is required");
     if (values.network !== undefined && !NETWORKS.includes(values.network)) {
@@ -132,7 +146,7 @@ Options:
       // the proxy's health and the template (its CA stamp) do not depend on each other
       const [health, source] = await Promise.all([
         checkProxy(ctx, {
-          action: `branch "${name}" from "${values.from}"`,
+          action: `branch "${given ?? "(unnamed)"}" from "${values.from}"`,
           template: values.from!,
           defs,
           skip: values["no-preflight"] === true,
@@ -143,16 +157,58 @@ Options:
       const trusted = readStamps(source?.config ?? {})[STAMP.caFingerprint];
       let repaired = false;
       let caMs = 0;
+      const place = {
+        bridge: proxy.bridge,
+        proxyOnlyBridge: proxy.proxy_only_bridge,
+        subnets: proxy.proxy_only_subnets,
+        ports: { tls: proxy.ports.tls, forward: proxy.ports.forward },
+      };
+      const network = (values.network as NetworkMode | undefined) ?? d.network ?? "full";
+      if (
+        !given && !values.cold && !values["mcp-client"] && network === (d.network ?? "full")
+      ) {
+        // (a coordinator is granted at its copy: the pool never makes one)
+        // a warm-pool member (mcp/pool/), when one is ready and fresh: one ETag-guarded update
+        const t0 = Date.now();
+        const c = await claimMember(client, {
+          template: values.from!,
+          present: {
+            buildId: readStamps(source?.config ?? {})[STAMP.buildId],
+            servedCa: health?.caFingerprint,
+            place: placeFingerprint(place, d),
+          },
+          stamps: Object.fromEntries(
+            Object.entries(accounts).map(([ns, n]) => [STAMP.account + ns, n]),
+          ),
+          now: t0,
+        });
+        if (c) {
+          const r = {
+            name: c.name,
+            template: values.from!,
+            network,
+            workdir: c.workdir,
+            ...(c.ip ? { ip: c.ip } : {}),
+            ms: Date.now() - t0,
+            pool: true,
+          };
+          if (values.json) out(JSON.stringify(r));
+          else {
+            out(
+              `${r.name}: claimed from the warm pool of ${r.template} in ${
+                (r.ms / 1000).toFixed(2)
+              } s, ${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
+            );
+          }
+          return 0;
+        }
+      }
+      const name = given ?? `${values.from!.replace(/^tpl-/, "")}-${randomTag()}`;
       const r = await branchInstance(client, {
-        name: name!,
+        name,
         template: values.from!,
-        proxy: {
-          bridge: proxy.bridge,
-          proxyOnlyBridge: proxy.proxy_only_bridge,
-          subnets: proxy.proxy_only_subnets,
-          ports: { tls: proxy.ports.tls, forward: proxy.ports.forward },
-        },
-        network: (values.network as NetworkMode | undefined) ?? d.network ?? "full",
+        proxy: place,
+        network,
         ...(d.limits ? { limits: d.limits } : {}),
         accounts,
         stamps: {

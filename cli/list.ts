@@ -41,8 +41,8 @@ export const listCommand: Command = {
   help: `Usage: isx list [--json]
 
 Lists every template, build instance and instance isx made, with status, template,
-IPv4 address and network mode. Records end with mcp_state (held, orphaned, kept or
-null), mcp_purpose and ca_outdated (trusts another proxy CA than the current one: the
+IPv4 address and network mode. Records end with mcp_state (held, orphaned, kept, pool
+for an unclaimed warm-pool member (isx pool), or null), mcp_purpose and ca_outdated (trusts another proxy CA than the current one: the
 one the proxy serves, else ~/.local/state/isx/ca/ca.crt; null when unknown). The table
 shows an MCP column only when an instance has MCP stamps, and a CA column only when a
 template (rebuild it: isx build) or instance (isx start repairs it) is out of date.

@@ -34,6 +34,7 @@ export const MODES = [
   "instances",
   "info",
   "mcp",
+  "pool",
 ] as const;
 /** A mode name. */
 export type Mode = typeof MODES[number];

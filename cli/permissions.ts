@@ -120,11 +120,14 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       "/usr/local/bin/crontab",
       "/etc/systemd/system/isx-proxy.service",
       `${c.configDir.replace(/\/isx$/, "")}/systemd/user/isx-proxy.service`,
+      "/etc/systemd/system/isx-pool.service", // the warm-pool keeper's unit (cli/pool.ts)
+      `${c.configDir.replace(/\/isx$/, "")}/systemd/user/isx-pool.service`,
     ],
     write: [
       c.socket,
       `${c.stateDir}/proxy`,
       "/etc/systemd/system/isx-proxy.service",
+      "/etc/systemd/system/isx-pool.service",
       `${c.configDir.replace(/\/isx$/, "")}/systemd/user`,
     ],
     net: true,
@@ -216,6 +219,25 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
     env: ["ISX_GIT_SHA"],
     run: [],
     sys: ["uid"],
+  }),
+  // isx pool (the warm-pool keeper, mcp/pool/): the socket, the user's definitions and mcp
+  // settings read-only, the CA certificate (never its key) for the CA repair, its lock and
+  // log; memory for the host memory guard. No credentials: those stay the proxy's alone.
+  pool: (c) => ({
+    read: [
+      c.socket,
+      `${c.configDir}/config.yaml`,
+      `${c.configDir}/mcp.yaml`,
+      `${c.configDir}/templates`,
+      `${c.configDir}/tools`,
+      `${c.stateDir}/ca/ca.crt`,
+      `${c.stateDir}/pool`,
+    ],
+    write: [c.socket, `${c.stateDir}/pool`],
+    net: true, // the Incus socket (see init) and the proxy's health port on loopback
+    env: ["ISX_GIT_SHA"],
+    run: [],
+    sys: ["uid", "systemMemoryInfo"],
   }),
   // --help, --version, and mistakes: nothing at all.
   info: () => ({ read: [], write: [], net: [], env: [], run: [], sys: [] }),

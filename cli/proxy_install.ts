@@ -13,7 +13,10 @@
  *   host's daemons.
  *
  * Every method runs the same boot script, `<stateDir>/proxy/boot.sh`: `isx proxy start` with
- * the program, flags and socket of this install. `uninstall` undoes whichever was done.
+ * the program, flags and socket of this install. Beside the proxy it starts the warm-pool
+ * keeper (`isx pool keep`, cli/pool.ts; a process and permission mode of its own): under
+ * systemd as a second unit `isx-pool.service`, else in the background from the boot script
+ * (logging to `<stateDir>/pool/keeper.log`). `uninstall` undoes whichever was done.
  * The texts are pure ({@link unitText}, {@link bootScript}, {@link cronWith}).
  *
  * @module
@@ -25,19 +28,35 @@ import { out } from "./proxy_view.ts";
 
 /** The unit's name. */
 export const UNIT = "isx-proxy.service";
+/** The keeper's unit's name. */
+export const POOL_UNIT = "isx-pool.service";
 const CRON_TAG = "# isx-proxy";
 
 function shQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The boot script: `isx proxy start` as this install runs it (pure). */
-export function bootScript(argv: readonly string[], env: Record<string, string>): string {
+/**
+ * The boot script: the keeper in the background (when `keeper` is given), then `isx proxy
+ * start` as this install runs it (pure).
+ */
+export function bootScript(
+  argv: readonly string[],
+  env: Record<string, string>,
+  keeper?: { argv: readonly string[]; log: string },
+): string {
   const exports = Object.entries(env).map(([k, v]) => `export ${k}=${shQuote(v)}`);
+  const keep = keeper
+    ? [
+      `mkdir -p ${shQuote(keeper.log.replace(/\/[^/]*$/, ""))}`,
+      `nohup ${keeper.argv.map(shQuote).join(" ")} >>${shQuote(keeper.log)} 2>&1 </dev/null &`,
+    ]
+    : [];
   return [
     "#!/bin/sh",
     "# written by isx proxy install; removed by isx proxy uninstall",
     ...exports,
+    ...keep,
     `exec ${argv.map(shQuote).join(" ")}`,
     "",
   ].join("\n");
@@ -66,6 +85,17 @@ export function unitText(argv: readonly string[], env: Record<string, string>, u
   ].join("\n");
 }
 
+/** The keeper's systemd unit: `isx pool keep`, after the proxy (pure). */
+export function poolUnitText(
+  argv: readonly string[],
+  env: Record<string, string>,
+  user: boolean,
+): string {
+  return unitText(argv, env, user)
+    .replace(/^Description=.*$/m, "Description=isx warm-pool keeper (started instances to claim)")
+    .replace(/^After=(.*)$/m, `After=$1 ${UNIT}`);
+}
+
 /** The crontab with our `@reboot` line replaced (or removed when `script` is undefined). */
 export function cronWith(existing: string, script: string | undefined): string {
   const kept = existing.split("\n").filter((l) => !l.endsWith(CRON_TAG) && l !== "");
@@ -79,6 +109,8 @@ export interface Launch {
   start: string[];
   /** argv of `isx proxy run` in the foreground (for the unit). */
   run: string[];
+  /** argv of `isx pool keep` (the warm-pool keeper), and where the boot script logs it. */
+  keep?: { argv: string[]; log: string };
   /** Environment both need (HOME, XDG dirs, the commit). */
   env: Record<string, string>;
 }
@@ -128,27 +160,39 @@ export async function bootMethod(): Promise<"systemd" | "cron" | "none"> {
   return "none";
 }
 
-function unitPath(ctx: CliContext): { path: string; user: boolean } {
+function unitPath(ctx: CliContext, unit = UNIT): { path: string; user: boolean } {
   const user = Deno.uid() !== 0;
   // the user unit directory sits beside isx's config directory (XDG_CONFIG_HOME)
   const config = ctx.perm.configDir.replace(/\/isx$/, "");
   return user
-    ? { path: `${config}/systemd/user/${UNIT}`, user }
-    : { path: `/etc/systemd/system/${UNIT}`, user };
+    ? { path: `${config}/systemd/user/${unit}`, user }
+    : { path: `/etc/systemd/system/${unit}`, user };
 }
 
 /** `isx proxy install`. */
 export async function install(ctx: CliContext, launch: Launch, script: string): Promise<number> {
   const method = await bootMethod();
-  await Deno.writeTextFile(script, bootScript(launch.start, launch.env), { mode: 0o700 });
+  // under systemd the keeper has its own unit; elsewhere the boot script starts it
+  const scripted = method === "systemd" ? undefined : launch.keep;
+  await Deno.writeTextFile(script, bootScript(launch.start, launch.env, scripted), {
+    mode: 0o700,
+  });
   await Deno.chmod(script, 0o700);
   if (method === "systemd") {
     const { path, user } = unitPath(ctx);
     await Deno.mkdir(path.replace(/\/[^/]*$/, ""), { recursive: true });
     await Deno.writeTextFile(path, unitText(launch.run, launch.env, user));
     const sc = user ? ["systemctl", "--user"] : ["systemctl"];
+    if (launch.keep) {
+      const pool = unitPath(ctx, POOL_UNIT).path;
+      await Deno.writeTextFile(pool, poolUnitText(launch.keep.argv, launch.env, user));
+    }
     await runCmd([...sc, "daemon-reload"]);
     await runCmd([...sc, "enable", UNIT]);
+    if (launch.keep) {
+      await runCmd([...sc, "enable", POOL_UNIT]);
+      out(`isx proxy: installed ${unitPath(ctx, POOL_UNIT).path} (the warm-pool keeper)`);
+    }
     out(`isx proxy: installed ${path} (enabled; starts at boot${user ? " of your user" : ""})`);
     out(`  now: isx proxy stop && ${sc.join(" ")} start ${UNIT}`);
     if (user) out("  without a login: loginctl enable-linger");
@@ -158,6 +202,7 @@ export async function install(ctx: CliContext, launch: Launch, script: string): 
     const now = await runCmd(["crontab", "-l"]).catch(() => "");
     await runCmd(["crontab", "-"], cronWith(now, script));
     out(`isx proxy: installed an @reboot line in your crontab running ${script}`);
+    if (launch.keep) out(`  it starts the warm-pool keeper too (log ${launch.keep.log})`);
     return 0;
   }
   out(`isx proxy: this host runs neither systemd nor cron, so nothing starts programs at boot.`);
@@ -173,12 +218,13 @@ export async function uninstall(ctx: CliContext, script: string): Promise<number
   const done: string[] = [];
   if (method === "systemd") {
     const { path, user } = unitPath(ctx);
-    if (await exists(path)) {
-      const sc = user ? ["systemctl", "--user"] : ["systemctl"];
-      await runCmd([...sc, "disable", UNIT]).catch(() => "");
-      await Deno.remove(path);
+    const sc = user ? ["systemctl", "--user"] : ["systemctl"];
+    for (const [unit, file] of [[UNIT, path], [POOL_UNIT, unitPath(ctx, POOL_UNIT).path]]) {
+      if (!(await exists(file!))) continue;
+      await runCmd([...sc, "disable", unit!]).catch(() => "");
+      await Deno.remove(file!);
       await runCmd([...sc, "daemon-reload"]).catch(() => "");
-      done.push(`removed ${path}`);
+      done.push(`removed ${file}`);
     }
   } else if (method === "cron") {
     const now = await runCmd(["crontab", "-l"]).catch(() => "");

@@ -1,5 +1,5 @@
 import { equal, ok } from "node:assert/strict";
-import { bootScript, cronWith, unitText } from "./proxy_install.ts";
+import { bootScript, cronWith, poolUnitText, unitText } from "./proxy_install.ts";
 
 Deno.test("bootScript quotes every argument and value for sh", () => {
   const s = bootScript(["/opt/deno", "run", "it's here", "$HOME"], { HOME: "/home/o'b" });
@@ -24,4 +24,21 @@ Deno.test("cronWith replaces only its own tagged line and removes it again", () 
   equal(cronWith(one, "/t/boot.sh").match(/isx-proxy/g)?.length, 1);
   equal(cronWith(one, undefined), mine);
   equal(cronWith("", undefined), "");
+});
+
+Deno.test("bootScript starts the warm-pool keeper in the background before the proxy", () => {
+  const s = bootScript(["/opt/isx", "proxy", "start"], {}, {
+    argv: ["/opt/isx", "pool", "keep"],
+    log: "/st/pool/keeper.log",
+  });
+  const lines = s.split("\n");
+  const keep = lines.findIndex((l) => l.startsWith("nohup '/opt/isx' 'pool' 'keep'"));
+  const start = lines.findIndex((l) => l.startsWith("exec '/opt/isx' 'proxy' 'start'"));
+  ok(keep > 0 && start > keep, s);
+  ok(lines[keep]!.endsWith(">>'/st/pool/keeper.log' 2>&1 </dev/null &"), s);
+  ok(lines.includes("mkdir -p '/st/pool'"), s);
+  ok(!bootScript(["x"], {}).includes("nohup"));
+  const u = poolUnitText(["/opt/isx", "pool", "keep"], {}, true);
+  ok(u.includes("After=network-online.target incus.service isx-proxy.service"), u);
+  ok(u.includes('ExecStart="/opt/isx" "pool" "keep"'), u);
 });

@@ -91,6 +91,7 @@ export function launch(ctx: CliContext): Launch {
   return {
     start: [...base, "proxy", "start"],
     run: [...base, "proxy", "run", "--log-file", runPaths(ctx.perm.stateDir).log],
+    keep: { argv: [...base, "pool", "keep"], log: `${ctx.perm.stateDir}/pool/keeper.log` },
     env,
   };
 }

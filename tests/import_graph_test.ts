@@ -81,6 +81,7 @@ function allowed(from: string, to: string): boolean {
       "mcp/instances/list.ts",
       "mcp/instances/mod.ts",
       "mcp/session/mod.ts",
+      "mcp/pool/mod.ts", // isx pool (cli/pool.ts): the keeper and the pool views
       "mcp/server/mod.ts",
       "mcp/tools/mod.ts", // the tool table, loaded by cli/mcp_backend.ts after the handshake
       "mcp/tasks/mod.ts",

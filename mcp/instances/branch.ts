@@ -52,6 +52,8 @@ export interface BranchOptions {
    * a failed start does.
    */
   alongside?: (name: string) => Promise<unknown>;
+  /** Stamp and deliver an instance secret (default yes; a warm-pool member gets none). */
+  secret?: boolean;
 }
 
 /** What a branch made. */
@@ -150,7 +152,7 @@ export async function branchInstance(
   }
   const network = opts.network ?? "full";
   const workdir = ts[STAMP.workdir] || "/home/agentuser";
-  const secret = InstanceSecret.generate();
+  const secret = opts.secret === false ? undefined : InstanceSecret.generate();
   const stamps: Record<string, string> = {
     [STAMP.type]: "instance",
     [STAMP.profile]: opts.template,
@@ -182,7 +184,7 @@ export async function branchInstance(
       source: { type: "copy", source: sourceName, instance_only: true },
       config: {
         ...copyConfig(tpl.config, stamps),
-        ...secretStamp(secret),
+        ...(secret ? secretStamp(secret) : {}),
         ...limitsConfig(opts.limits),
       },
       devices: net.devices,
@@ -216,7 +218,7 @@ export async function branchInstance(
     } else await start();
     lap("start");
     [, ip] = await Promise.all([
-      deliverSecret(client, opts.name, secret),
+      secret ? deliverSecret(client, opts.name, secret) : Promise.resolve(),
       wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),
       opts.alongside?.(opts.name),
     ]);

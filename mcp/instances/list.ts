@@ -29,8 +29,8 @@ export interface ListRecord {
   network: string | null;
   /** Creation time (ISO). */
   created: string;
-  /** held, orphaned, kept or null. */
-  mcp_state: "held" | "orphaned" | "kept" | null;
+  /** held, orphaned, kept, pool (an unclaimed warm-pool member, mcp/pool/) or null. */
+  mcp_state: "held" | "orphaned" | "kept" | "pool" | null;
   /** The MCP purpose stamp. */
   mcp_purpose: string | null;
   /** Trusts another proxy CA than the current one (templates: isx build; instances: start). */
@@ -64,6 +64,7 @@ export type HolderAlive = (session: string, owner: string) => boolean;
  */
 export function mcpState(s: Record<string, string>, alive?: HolderAlive): ListRecord["mcp_state"] {
   if (s["mcp-kept"]) return "kept";
+  if (s["mcp-pool"]) return "pool";
   const orphaned = s["mcp-orphaned"];
   const session = s["mcp-session"];
   if (orphaned && session && orphaned.split(" ")[1] === session) return "orphaned";

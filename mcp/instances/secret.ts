@@ -75,13 +75,29 @@ async function agentGid(client: IncusClient, name: string): Promise<number> {
 /**
  * Writes the secret into a running guest through the files API (no exec, nothing in any
  * argv or environment), once systemd has mounted /run: `/run/isx` root:agentuser 0750,
- * the secret root:agentuser 0440.
+ * the secret root:agentuser 0440. With `gid`, the directory was made before
+ * ({@link prepareSecretDir}) and only the file is written.
  */
 export async function deliverSecret(
   client: IncusClient,
   name: string,
   secret: InstanceSecret,
+  o: { gid?: number } = {},
 ): Promise<void> {
+  const gid = o.gid ?? await prepareSecretDir(client, name);
+  await client.pushFile(name, GUEST_SECRET_PATH, secret.reveal(), {
+    step: "write the instance secret",
+    uid: 0,
+    gid,
+    mode: 0o440,
+  });
+}
+
+/**
+ * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run; returns agentuser's
+ * gid. A warm-pool member gets it when made, so its claim only writes the file.
+ */
+export async function prepareSecretDir(client: IncusClient, name: string): Promise<number> {
   const [gid] = await Promise.all([agentGid(client, name), waitForRun(client, name)]);
   const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
   try {
@@ -89,12 +105,7 @@ export async function deliverSecret(
   } catch (e) {
     if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
   }
-  await client.pushFile(name, GUEST_SECRET_PATH, secret.reveal(), {
-    step: "write the instance secret",
-    uid: 0,
-    gid,
-    mode: 0o440,
-  });
+  return gid;
 }
 
 /** Stamps a fresh secret's hash (read-modify-write); returns the secret to deliver. */

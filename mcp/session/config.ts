@@ -24,13 +24,19 @@ export interface McpConfig {
   dormantAfterHours: number;
   /** A dormant orphan's lifetime after its stop. */
   dormantGraceHours: number;
+  /** `warm-pool:` template → how many started, unclaimed members to keep (mcp/pool/). */
+  warmPool: Record<string, number>;
   /** The file it came from (for messages). */
   source: string;
 }
 
+/** The most members one template's pool may ask for. */
+export const WARM_POOL_MAX = 16;
+
 /** The defaults (§4.5). */
 export const MCP_DEFAULTS: Omit<McpConfig, "source"> = {
   templates: [],
+  warmPool: {},
   maxInstances: 8,
   maxConcurrentTasks: 8,
   orphanGraceHours: 24,
@@ -55,7 +61,7 @@ function bad(source: string, what: string): RefusalError {
 
 /** Parses the settings mapping (pure); unknown keys are left to other readers. */
 export function parseMcpConfig(source: string, raw: unknown): McpConfig {
-  const out: McpConfig = { ...MCP_DEFAULTS, templates: [], source };
+  const out: McpConfig = { ...MCP_DEFAULTS, templates: [], warmPool: {}, source };
   if (raw === undefined || raw === null) return out;
   if (typeof raw !== "object" || Array.isArray(raw)) throw bad(source, "expected a mapping");
   const m = raw as Record<string, unknown>;
@@ -72,6 +78,34 @@ export function parseMcpConfig(source: string, raw: unknown): McpConfig {
       throw bad(source, `"${key}" must be a number`);
     }
     (out as unknown as Record<string, number>)[field] = Math.max(0, v);
+  }
+  out.warmPool = parseWarmPool(source, m["warm-pool"], out.templates);
+  return out;
+}
+
+/**
+ * `warm-pool:` (pure): a mapping of approved templates to whole counts 0..16; default none.
+ * A template that is not in `templates` is an error, not ignored: a pool of a template agents
+ * may not use would only burn memory.
+ */
+export function parseWarmPool(
+  source: string,
+  raw: unknown,
+  templates: readonly string[],
+): Record<string, number> {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw bad(source, '"warm-pool" must be a mapping of template to count ({tpl-minimal: 2})');
+  }
+  const out: Record<string, number> = {};
+  for (const [tpl, n] of Object.entries(raw as Record<string, unknown>)) {
+    if (!templates.includes(tpl)) {
+      throw bad(source, `"warm-pool": template "${tpl}" is not in "templates"`);
+    }
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > WARM_POOL_MAX) {
+      throw bad(source, `"warm-pool": "${tpl}" must be a whole number from 0 to ${WARM_POOL_MAX}`);
+    }
+    if (n > 0) out[tpl] = n;
   }
   return out;
 }

@@ -24,6 +24,7 @@ import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
 import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
 import { preflight } from "./adoption.ts";
+import { createFromPool } from "./pooled.ts";
 
 export { replayKeyed, userInstances } from "./replay.ts";
 export type { CreateArgs, Created } from "./replay.ts";
@@ -84,6 +85,7 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
   const defs = s.deps.definitions();
   let template: string;
   let trusted: string | undefined;
+  let tplConfig: Record<string, string> = {};
   if (args.from_instance) {
     // a fork: the source is held here and stopped; its template still approved, maybe unbuilt
     const src = await s.requireHeld(args.from_instance);
@@ -109,6 +111,7 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
       );
     }
     trusted = readStamps(tpl.value.config)[STAMP.caFingerprint];
+    tplConfig = tpl.value.config;
   }
   const facts = approvedTemplate(cfg, defs, template);
   const mine = (await userInstances(s)).filter((i) => !readStamps(i.config)[MCP_STAMP.kept]);
@@ -126,6 +129,11 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
   }
   const action = `create an instance of "${template}"`;
   const health = await preflight(s, { action, template, defs });
+  // a warm pool's member when one is ready (pooled.ts); forks stay cold
+  if (!args.from_instance && cfg.warmPool?.[template]) {
+    const got = await createFromPool(s, { template, tplConfig, health, args, facts, defs });
+    if (got) return got;
+  }
   const name = instanceName(template, args.name_hint);
   const held: Held = {
     name,

@@ -66,6 +66,8 @@ export interface InstanceInfo {
    * whose every NIC is pinned (proxy/mcp_endpoint/: who may reach isx mcp).
    */
   mcpCaller?: string;
+  /** An unclaimed warm-pool member (`mcp-pool` stamped): nobody's, given and counted nothing. */
+  pooled?: true;
 }
 
 /** An address's owner, and whether the owner's configuration names the address. */
@@ -203,12 +205,14 @@ export function instanceInfo(i: Instance & { state?: InstanceState | null }): In
     running,
     addresses: addressesOf(i.state),
     nicAddresses,
-    grant: grantOf(stamps, pinned),
+    // an unclaimed warm-pool member is nobody's yet (mcp/pool/members.ts): no credential
+    grant: stamps["mcp-pool"] ? [] : grantOf(stamps, pinned),
     pins,
     ...(Object.keys(templateAccounts).length ? { templateAccounts } : {}),
   };
   if (guard.length) info.guard = guard;
   if (ports.length) info.ports = ports;
+  if (stamps["mcp-pool"]) info.pooled = true;
   const sha = stamps["instance-secret-sha256"];
   if (sha) info.secretSha256 = sha.toLowerCase();
   const caller = stamps["mcp-caller"];

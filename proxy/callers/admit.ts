@@ -3,8 +3,8 @@
  * `Deno.serve` handler (proxy/relay/server.ts), so both apply the same rules in the same order
  * (shared/spec/isx-mcp.md §7).
  *
- * Order: the calling instance (source address, or the handed-over connection's; unknown →
- * 403, counted nowhere), the Host is one DNS sends here (else 421), an
+ * Order: the calling instance (source address, or the handed-over connection's; unknown or
+ * an unclaimed warm-pool member → 403, counted nowhere), the Host is one DNS sends here (else 421), an
  * `X-Isx-Instance-Secret`, if presented, belongs to that same instance (else 403), the
  * policy's route (a pin or template account naming a missing account, or a pin of another
  * Claude auth mode → 502, fail closed), a Vertex token when the route needs one (none → 502,
@@ -196,6 +196,8 @@ export async function admit(
     });
     return answer(403, "this address belongs to no instance");
   }
+  // a warm-pool member before its claim (mcp/pool/): nobody's, so nothing is counted for it
+  if (caller.pooled) return answer(403, "this instance is a warm-pool member, not claimed yet");
   const m = /^(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@:[\]]+)(?::(\d{1,5}))?$/.exec(req.authority);
   if (!m) return answer(400, "malformed Host header");
   const host = hostOnly(req.authority);

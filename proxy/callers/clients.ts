@@ -52,6 +52,8 @@ export interface Caller extends CallerRef {
   grant: Grant;
   /** Its coordinator grant, only when identified by its pinned NIC (proxy/mcp_endpoint/). */
   mcpCaller?: string;
+  /** An unclaimed warm-pool member: answered 403 "not claimed", counted nowhere. */
+  pooled?: true;
 }
 
 /** What the servers ask: who is this connection, and whom do you know. */
@@ -168,6 +170,7 @@ export class ClientRegistry implements CallerLookup {
     if (i.secretSha256) c.secretSha256 = i.secretSha256;
     if (i.templateAccounts) c.templateAccounts = i.templateAccounts;
     if (byConfig && i.mcpCaller) c.mcpCaller = i.mcpCaller;
+    if (i.pooled) c.pooled = true;
     return c;
   }
 

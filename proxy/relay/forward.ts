@@ -212,6 +212,13 @@ export async function handleForward(
       });
       return await writeAll(conn, reply("403 Forbidden", "this address belongs to no instance"));
     }
+    if (caller.pooled) {
+      // an unclaimed warm-pool member (mcp/pool/) is nobody's: no tunnel, nothing counted
+      return await writeAll(
+        conn,
+        reply("403 Forbidden", "this instance is a warm-pool member, not claimed yet"),
+      );
+    }
     if (!got) return;
     const [method = "", target = ""] = got.head.split("\r\n", 1)[0]!.split(" ");
     if (method === "CONNECT") {
