@@ -1,11 +1,11 @@
 /**
  * A lab for warm-pool tests and benches (issue 21): an Incus project of its own
- * (`i-pool-<id>`, sharing the default project's profiles, images and networks), the user's
- * built `tpl-minimal` copied into it (a btrfs snapshot: copy-on-write, like a build's
- * output), an isx home whose mcp.yaml approves it with a warm pool, the real proxy in this
- * process listening on the bridge's gateway on ports of its own (nothing of the user's
- * proxy, bridge or nft tables is touched) with a mock Anthropic on loopback behind it, and
- * helpers to run `isx pool` and `isx mcp` as the user would, in the project.
+ * (`isxtest-pool-<id>`, with a default profile on the suite lab's bridge, tests/helpers/lab.ts),
+ * the lab's built `tpl-minimal` copied into it (a btrfs snapshot: copy-on-write, like a
+ * build's output), an isx home whose mcp.yaml approves it with a warm pool, the real proxy in
+ * this process listening on the lab bridge's gateway on ports of its own (nothing of the
+ * user's proxy, bridges, projects or nft tables is touched) with a mock Anthropic on loopback
+ * behind it, and helpers to run `isx pool` and `isx mcp` as the user would, in the project.
  *
  * @module
  */
@@ -18,31 +18,20 @@ import { loadCa } from "../../proxy/tls/ca.ts";
 import { bridgeGateway } from "../../proxy/host/dns.ts";
 import { Policy, startProxy } from "../../proxy/mod.ts";
 import { startMockAnthropic } from "../fakes/mock_anthropic.ts";
-import { LIVE_SOCKET, removeInstance, until } from "./live.ts";
+import { LIVE_BRIDGE, LIVE_PROJECT, LIVE_SOCKET, removeInstance, until } from "./live.ts";
+import { ensureBuilt } from "./built.ts";
 import { makeHome, type McpHome } from "./mcp.ts";
 import { type ProgramHandle, spawnProgram } from "./spawn.ts";
 
-/** The user's template the lab copies (built by the demo / isx build). */
+/** The template the lab copies (built in the suite's lab project when missing). */
 export const SOURCE_TEMPLATE = "tpl-minimal";
-/** The bridge members are on (the template's profile NIC). */
-export const LAB_BRIDGE = "incusbr0";
-
-/** True when the source template is built in the default project. */
-export async function sourceBuilt(): Promise<boolean> {
-  const c = createIncusClient({ socket: LIVE_SOCKET });
-  try {
-    return readStamps((await c.getInstance(SOURCE_TEMPLATE)).value.config)["type"] === "base";
-  } catch {
-    return false;
-  } finally {
-    c.close();
-  }
-}
+/** The bridge members are on (the suite lab's, the profile's NIC and the pinned one). */
+export const LAB_BRIDGE = LIVE_BRIDGE;
 
 /** The lab. */
 export class PoolLab implements AsyncDisposable {
   readonly id = crypto.randomUUID().slice(0, 8);
-  readonly project = `i-pool-${this.id}`;
+  readonly project = `isxtest-pool-${this.id}`;
   readonly admin: IncusClient = createIncusClient({ socket: LIVE_SOCKET });
   readonly incus: IncusClient = createIncusClient({
     socket: LIVE_SOCKET,
@@ -56,7 +45,7 @@ export class PoolLab implements AsyncDisposable {
   proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
   registry: ClientRegistry | undefined;
   #madeProject = false;
-  #tmp = Deno.makeTempDirSync({ prefix: "i-pool-" });
+  #tmp = Deno.makeTempDirSync({ prefix: "isxtest-pool-" });
 
   /** Opens it: project, template, home (`pool` members of the template), proxy. */
   static async open(o: { pool?: number; proxy?: boolean } = {}): Promise<PoolLab> {
@@ -71,19 +60,38 @@ export class PoolLab implements AsyncDisposable {
   }
 
   async #open(pool: number, proxy: boolean): Promise<void> {
+    await ensureBuilt(SOURCE_TEMPLATE);
     await this.admin.call("POST", "/1.0/projects", {
       body: {
         name: this.project,
         description: "isx warm-pool test (removed at its end)",
         config: {
           "features.images": "false",
-          "features.profiles": "false",
+          "features.profiles": "true",
           "features.storage.volumes": "false",
           "features.networks": "false",
         },
       },
     });
     this.#madeProject = true;
+    // its default profile: the lab's bridge and the pool the lab's profile names
+    const labProfile = await this.admin.withProject(LIVE_PROJECT)
+      .call("GET", "/1.0/profiles/default").then((r) =>
+        r.kind === "sync" ? r.metadata as { devices?: Record<string, Record<string, string>> } : {}
+      );
+    const storagePool =
+      Object.values(labProfile.devices ?? {}).find((d) => d.type === "disk" && d.path === "/")
+        ?.pool ?? "default";
+    await this.incus.call("PUT", "/1.0/profiles/default", {
+      body: {
+        description: "isx warm-pool test",
+        config: {},
+        devices: {
+          root: { type: "disk", path: "/", pool: storagePool },
+          eth0: { type: "nic", name: "eth0", network: LAB_BRIDGE },
+        },
+      },
+    });
     await this.copyTemplate();
     this.home = makeHome({
       mcp: `templates: [${SOURCE_TEMPLATE}]\nwarm-pool: {${SOURCE_TEMPLATE}: ${pool}}\n`,
@@ -128,7 +136,7 @@ export class PoolLab implements AsyncDisposable {
       });
     await this.incus.createInstance({
       name: template,
-      source: { type: "copy", source: template, project: "default", instance_only: true },
+      source: { type: "copy", source: template, project: LIVE_PROJECT, instance_only: true },
       config: { "user.incus-spawn.build-id": buildId },
     }, { step: "copy the template into the lab project" });
     return buildId;

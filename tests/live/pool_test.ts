@@ -17,7 +17,7 @@ import { execRecorded, readStamps } from "../../mcp/mod.ts";
 import { sha256Hex } from "../../rpc/base.ts";
 import { NO_INCUS, until } from "../helpers/live.ts";
 import { call, connect } from "../helpers/mcp.ts";
-import { PoolLab, SOURCE_TEMPLATE, sourceBuilt } from "../helpers/pool_lab.ts";
+import { PoolLab, SOURCE_TEMPLATE } from "../helpers/pool_lab.ts";
 
 const NP = ["--no-preflight"];
 const sc = (r: Record<string, unknown>) => r.structuredContent as Record<string, unknown>;
@@ -41,7 +41,7 @@ async function secretFile(lab: PoolLab, name: string): Promise<string | undefine
 
 Deno.test({
   name: "warm pool: cold without a keeper; fill; claim through isx mcp; race; rebuild; keeper",
-  ignore: NO_INCUS || !(await sourceBuilt()),
+  ignore: NO_INCUS,
   async fn(t) {
     await using lab = await PoolLab.open({ pool: 1 });
 
