@@ -18,4 +18,9 @@ export * from "./clock.ts";
 export * from "./link_race.ts";
 export * from "./sha256.ts";
 export { parseYaml } from "./yaml.ts";
-export { checkHostPath, type HostPathContext, protectedHostPaths } from "./host_paths.ts";
+export {
+  checkHostPath,
+  type HostPathContext,
+  type ProtectedContext,
+  protectedHostPaths,
+} from "./host_paths.ts";

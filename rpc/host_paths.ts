@@ -169,7 +169,10 @@ export interface HostPathContext {
 }
 
 /** `path` with `~`, `~/…`, `$HOME…` and `${HOME}…` expanded, made absolute and normalised. */
-export function absoluteHostPath(path: string, c: Pick<HostPathContext, "home" | "baseDir">) {
+export function absoluteHostPath(
+  path: string,
+  c: Pick<HostPathContext, "home" | "baseDir">,
+): string {
   const home = c.home.replace(/(.)\/+$/, "$1");
   const m = /^(~|\$HOME|\$\{HOME\})(\/|$)/.exec(path);
   const expanded = m ? `${home}${path.slice(m[1]!.length)}` : path;

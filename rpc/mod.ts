@@ -16,7 +16,12 @@ export * from "./incus/mod.ts";
 export * from "./clock.ts";
 export * from "./link_race.ts";
 export { createEngine, type Engine, type EngineOptions } from "./sandbox/mod.ts";
-export { checkHostPath, type HostPathContext, protectedHostPaths } from "./host_paths.ts";
+export {
+  checkHostPath,
+  type HostPathContext,
+  type ProtectedContext,
+  protectedHostPaths,
+} from "./host_paths.ts";
 export type {
   Action,
   ApplyReport,

@@ -39,7 +39,7 @@ const AGENT: GuestUser = { uid: 1000, gid: 1000, home: `/home/${AGENT_USER}`, na
 export type RegistrationReport = Record<string, string>;
 
 /** The Node program that edits opencode.json as the agent (`add|remove file url secretPath`). */
-export const OPENCODE_EDIT = String.raw`
+export const OPENCODE_EDIT: string = String.raw`
 const fs = require("fs"), path = require("path");
 const [mode, file, url, secretPath] = process.argv.slice(1);
 const out = (s) => process.stdout.write(s + "\n");
@@ -70,7 +70,7 @@ out(mode === "add" ? "registered" : "removed");
 `;
 
 /** The guest script: `$1` is add or remove; constants come in the environment. */
-export const REGISTRATION_SCRIPT = String.raw`set -u
+export const REGISTRATION_SCRIPT: string = String.raw`set -u
 mode="$1"
 mark="$HOME/.config/isx/mcp-client"
 helper="$HOME/.config/isx/mcp-headers"

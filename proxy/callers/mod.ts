@@ -20,5 +20,5 @@ export {
   type InstanceInfo,
   type InstanceSource,
 } from "./clients.ts";
-export type { GuardEntry } from "./guard.ts";
+export type { BridgePort, GuardEntry } from "./guard.ts";
 export { DEFAULT_LIMITS, type ProxyLimits } from "./limits.ts";

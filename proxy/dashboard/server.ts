@@ -39,15 +39,21 @@ const HEARTBEAT_MS = 15_000;
 export interface DashboardDeps {
   /** The page token. */
   token: string;
+  /** The proxy's counters. */
   counter: ActivityCounter;
+  /** The registry of callers. */
   clients: CallerLookup;
+  /** The last instance listing. */
   shelf: InstanceShelf;
+  /** The tasks isx mcp reported. */
   tasks: TaskBoard;
+  /** The proxy's `/health`, computed now. */
   health: () => Promise<HealthInfo>;
   /** The ports of the loopback ops listeners (the `Host` values allowed). */
   loopbackPorts: () => readonly number[];
   /** Ends every stream (the proxy is stopping). */
   signal: AbortSignal;
+  /** The clock (test only). */
   now?: () => number;
 }
 

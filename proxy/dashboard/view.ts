@@ -80,16 +80,27 @@ export class InstanceShelf {
 
 /** The `/health` fields the page shows (proxy/host's `HealthInfo` has them all). */
 export interface HealthInfo {
+  /** The proxy's isx version. */
   version: string;
+  /** Its pid. */
   pid: number;
+  /** The CA it signs with (SHA-256). */
   caFingerprint: string;
+  /** The bridge's DNS holds the proxy's block. */
   dnsConfigured: boolean;
+  /** The proxy manages the bridge's DNS. */
   dnsManaged: boolean;
+  /** A restart-only part of the config changed since start. */
   configDrifted: boolean;
+  /** Which files drifted. */
   configDriftedFiles: string[];
+  /** What is wrong with the credentials file now (never a value). */
   authError: string | null;
+  /** Namespaces without an account. */
   missingCredentials: string[];
+  /** When it started (ms since the epoch). */
   startedAt: number;
+  /** Its listeners by role. */
   listen: Record<string, string>;
 }
 
@@ -105,16 +116,23 @@ export interface Holder {
 
 /** One instance row of the page. */
 export interface InstanceView {
+  /** The instance (`<project>/<name>` outside the default project). */
   name: string;
   /** `instance` or `build`. */
   type: string;
+  /** The template it was made from. */
   template: string | null;
+  /** Incus's status (Running, Stopped, ...). */
   status: string;
+  /** When Incus made it. */
   created_at: string;
+  /** Its IPv4 address. */
   address: string | null;
   /** full, proxy-only or airgap. */
   network: string | null;
+  /** Who holds it. */
   holder: Holder | null;
+  /** The purpose stamped at create. */
   purpose: string | null;
   /** held, kept, orphaned, dormant or null (no MCP stamps). */
   standing: "held" | "kept" | "orphaned" | "dormant" | null;
@@ -130,22 +148,35 @@ export interface InstanceView {
 export interface HealthView {
   /** `running`, or `degraded` with the reasons in `problems`. */
   state: "running" | "degraded";
+  /** Each problem with what to do. */
   problems: string[];
+  /** The proxy's isx version. */
   version: string;
+  /** Its pid. */
   pid: number;
+  /** When it started (ms since the epoch). */
   started_at: number;
+  /** The CA it signs with. */
   ca_fingerprint: string;
+  /** Namespaces without an account. */
   missing_credentials: string[];
+  /** Files changed since start that need a restart. */
   config_drifted_files: string[];
+  /** Its listeners by role. */
   listen: Record<string, string>;
 }
 
 /** The whole document. */
 export interface DashboardView {
+  /** The proxy's health. */
   health: HealthView;
+  /** Every instance the registry lists. */
   instances: InstanceView[];
+  /** The tasks isx mcp reported. */
   tasks: TaskRow[];
+  /** The latest refusals. */
   refusals: Refusal[];
+  /** Providers whose usage the proxy reads. */
   model_usage_providers: string[];
 }
 

@@ -12,6 +12,7 @@
  */
 
 export type { CredentialsHealth, HealthInfo, HealthStatus } from "./_health.ts";
+export type { PendingNeed } from "./_converge.ts";
 export {
   type ExtraListen,
   type ProxyHandle,

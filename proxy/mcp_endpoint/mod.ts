@@ -19,10 +19,10 @@
 import type { Caller, CallerLookup } from "../callers/clients.ts";
 import { admitCoordinator, MCP_HOST, MCP_PATH } from "./_auth.ts";
 import { Bridge, type BridgeOptions } from "./_bridge.ts";
-import type { ChildSpec } from "./_child.ts";
+import type { ChildSpec, McpChild } from "./_child.ts";
 
 export { MCP_HOST, MCP_PATH };
-export type { ChildSpec };
+export type { BridgeOptions, ChildSpec, McpChild };
 export { spawnChild } from "./_child.ts";
 
 function plain(status: number, text: string): Response {
@@ -48,6 +48,7 @@ export class McpEndpoint {
   readonly #bridges = new Map<string, Bridge>();
   readonly #timer: ReturnType<typeof setInterval> | undefined;
 
+  /** Serves with `o`; with `o.clients`, reaps the children of coordinators that are gone. */
   constructor(o: McpEndpointOptions) {
     this.#o = o;
     if (o.clients) this.#timer = setInterval(() => this.#reap(), o.reapMs ?? 30_000);
