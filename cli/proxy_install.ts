@@ -55,6 +55,8 @@ export function bootScript(
   return [
     "#!/bin/sh",
     "# written by isx proxy install; removed by isx proxy uninstall",
+    // cron's @reboot (and a bare boot hook) has PATH=/usr/bin:/bin; the proxy runs nft
+    'PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"; export PATH',
     ...exports,
     ...keep,
     `exec ${argv.map(shQuote).join(" ")}`,

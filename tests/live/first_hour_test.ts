@@ -229,15 +229,26 @@ Deno.test({
       await t.step(
         "a config edit or another build of isx refuses until isx proxy restart",
         async () => {
+          // a credentials edit is the proxy's to reload (issue 23): never a refusal; a
+          // restart-only part of config.yaml (its limits) is
           const creds = `${home.configDir}/credentials.yaml`;
           Deno.writeTextFileSync(creds, Deno.readTextFileSync(creds) + "# edited\n");
+          const cfg = `${home.configDir}/config.yaml`;
+          Deno.writeTextFileSync(
+            cfg,
+            Deno.readTextFileSync(cfg).replace(
+              "\n  dns: false\n",
+              "\n  dns: false\n  limits: { connections_per_instance: 100 }\n",
+            ),
+          );
           const st = await isx(["proxy", "status"], 0);
-          assert.match(st.stdout, /changed since start: .*credentials\.yaml: isx proxy restart/);
+          assert.match(st.stdout, /changed since start: .*config\.yaml.*: isx proxy restart/);
           const refused = await isx(["branch", `${p}-x`, "--from", tpl], 7);
           assert.match(
             refused.stderr,
-            /credentials\.yaml changed since the proxy started.*isx proxy restart/,
+            /config\.yaml changed since the proxy started.*isx proxy restart/,
           );
+          assert.doesNotMatch(refused.stderr, /credentials\.yaml/);
           home.env.ISX_GIT_SHA = "a".repeat(40);
           await isx(["proxy", "restart"], 0);
           home.env.ISX_GIT_SHA = "b".repeat(40);
