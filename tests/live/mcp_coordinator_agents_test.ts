@@ -46,15 +46,9 @@ import type { CliContext } from "../../cli/command.ts";
 import { LIVE_SOCKET, liveIncus, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
 import { makeHome } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
-import { AGENTS_TEMPLATE, haveTemplate } from "../helpers/agents_lab.ts";
+import { AGENTS_TEMPLATE, ensureTemplate } from "../helpers/agents_lab.ts";
 
-const HAVE = !NO_INCUS && await haveTemplate();
-if (!NO_INCUS && !HAVE) {
-  // deno-lint-ignore no-console
-  console.error(
-    `coordinator agents live test skipped: no ${AGENTS_TEMPLATE} (isx build tpl-agents)`,
-  );
-}
+const HAVE = !NO_INCUS && await ensureTemplate().then(() => true); // built in this run's lab
 const AGENT = { uid: 1000, gid: 1000, home: "/home/agentuser", name: "agentuser" };
 const CA_PATH = "/usr/local/share/ca-certificates/isx-proxy.crt";
 

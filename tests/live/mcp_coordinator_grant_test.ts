@@ -9,13 +9,16 @@
  */
 
 import assert from "node:assert/strict";
-import { createIncusClient } from "../../rpc/mod.ts";
 import { readStamps, SLOW_DAEMON_MS } from "../../mcp/mod.ts";
-import { LIVE_SOCKET, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { liveIncus, NO_INCUS, removeInstance, testName } from "../helpers/live.ts";
+import { labProxyYaml } from "../helpers/lab.ts";
+import { ensureBuilt } from "../helpers/built.ts";
 import { IsxHome } from "../templates_env.ts";
 
 const TEMPLATE = "tpl-minimal";
-const c = createIncusClient({ socket: LIVE_SOCKET, timeouts: { requestMs: SLOW_DAEMON_MS } });
+// built in this run's lab (tests/helpers/built.ts)
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
+const c = liveIncus({ timeouts: { requestMs: SLOW_DAEMON_MS } });
 const built = !NO_INCUS && await c.getInstance(TEMPLATE).then(
   (t) => readStamps(t.value.config)["type"] === "base",
   () => false,
@@ -26,14 +29,11 @@ Deno.test({
   name: "isx branch|start --mcp-client stamp the coordinator grant; a plain branch has none",
   ignore: !built,
   async fn(t) {
-    const incus = createIncusClient({
-      socket: LIVE_SOCKET,
-      timeouts: { requestMs: SLOW_DAEMON_MS },
-    });
+    const incus = liveIncus({ timeouts: { requestMs: SLOW_DAEMON_MS } });
     await using home = new IsxHome();
     // an ops port nothing answers on: no proxy is asked anything (not even the user's)
     Deno.mkdirSync(home.configDir, { recursive: true });
-    Deno.writeTextFileSync(`${home.configDir}/config.yaml`, "proxy:\n  ports: { health: 9 }\n");
+    Deno.writeTextFileSync(`${home.configDir}/config.yaml`, labProxyYaml());
     const [coord, plain] = [testName("coordg"), testName("coordg")];
     const grant = async (n: string) =>
       readStamps((await incus.getInstance(n)).value.config)["mcp-caller"];

@@ -43,11 +43,17 @@ import {
   testName,
   until,
 } from "../helpers/live.ts";
+import { ensureBuilt } from "../helpers/built.ts";
+import { ensureTemplate } from "../helpers/agents_lab.ts";
 import { launchPinned, TRUSTED_STAMPS } from "./_pinned.ts";
 import { makeHome } from "../helpers/mcp.ts";
 import { ROOT } from "../helpers/spawn.ts";
 
 const TEMPLATE = "tpl-minimal";
+// built in this run's lab (tests/helpers/built.ts)
+if (!NO_INCUS) await ensureBuilt(TEMPLATE);
+// its list_templates step names tpl-agents' coordinating agents
+if (!NO_INCUS) await ensureTemplate();
 const CA = "/usr/local/share/ca-certificates/isx-coord-test.crt";
 const IMAGE = "dev-base"; // curl and ca-certificates (scripts/host-setup.sh)
 
