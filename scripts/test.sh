@@ -21,9 +21,10 @@ if [ "$(id -u)" = 0 ]; then
   # (tests/helpers/live_gate.ts).
   export CI="${CI:-1}"
   # what the tests themselves drive: a real terminal (isx shell), openssl (TLS checks), curl and
-  # python3 (the frame attacks from a network namespace, tests/live/attack_frames_test.ts)
+  # python3 (the frame attacks from a network namespace, tests/live/attack_frames_test.ts),
+  # firefox-esr (the dashboard in Firefox, tests/dashboard_firefox_test.ts)
   need=()
-  for tool in tmux openssl curl python3; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+  for tool in tmux openssl curl python3 firefox-esr; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
   if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null \
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; } \

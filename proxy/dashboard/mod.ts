@@ -30,6 +30,7 @@ export {
   instanceFacts,
   InstanceShelf,
   type InstanceView,
+  type PoolState,
 } from "./view.ts";
 export {
   parseTaskReport,

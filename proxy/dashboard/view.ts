@@ -114,6 +114,9 @@ export interface Holder {
   pid: number | null;
 }
 
+/** A warm-pool member's state word, as its `mcp-pool` stamp holds it. */
+export type PoolState = "filling" | "ready" | "draining";
+
 /** One instance row of the page. */
 export interface InstanceView {
   /** The instance (`<project>/<name>` outside the default project). */
@@ -136,6 +139,12 @@ export interface InstanceView {
   purpose: string | null;
   /** held, kept, orphaned, dormant or null (no MCP stamps). */
   standing: "held" | "kept" | "orphaned" | "dormant" | null;
+  /**
+   * An unclaimed warm-pool member's state (its `mcp-pool` stamp, mcp/pool/members.ts):
+   * `filling` while the keeper makes it, `ready` to be claimed, `draining` while removed;
+   * null for every other instance (a claim clears the stamp).
+   */
+  pool: PoolState | null;
   /** Trusts another CA than the proxy's; null when it records none. */
   ca_outdated: boolean | null;
   /** The counters (`/activity`'s entry without `idle_seconds`, which the page computes). */
@@ -220,6 +229,13 @@ function standing(s: Record<string, string>): InstanceView["standing"] {
   return null;
 }
 
+// the same reading as mcp/pool/members.ts's memberState (the proxy does not import mcp/):
+// any other value, the empty one a claim leaves included, is no member
+function poolState(s: Record<string, string>): PoolState | null {
+  const v = s["mcp-pool"];
+  return v === "filling" || v === "ready" || v === "draining" ? v : null;
+}
+
 /** Builds the document. */
 export function buildView(input: {
   instances: readonly InstanceFacts[] | undefined;
@@ -259,6 +275,7 @@ export function buildView(input: {
           : null,
         purpose: s["mcp-purpose"] ?? null,
         standing: standing(s),
+        pool: poolState(s),
         ca_outdated: s["ca-sha256"] ? s["ca-sha256"] !== ca : null,
         activity,
         series: input.series(f.name) ?? null,

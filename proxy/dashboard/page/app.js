@@ -68,6 +68,19 @@ function renderInstances(list) {
     list.map((i) => {
       const flags = [];
       if (i.type === "build") flags.push(el("span", { class: "chip" }, "build"));
+      if (i.pool) {
+        flags.push(
+          el(
+            "span",
+            {
+              class: "chip pool",
+              "data-field": "pool",
+              title: "warm pool: nobody's until claimed",
+            },
+            `pool (${i.pool})`,
+          ),
+        );
+      }
       if (i.standing && i.standing !== "held") {
         flags.push(
           el("span", { class: i.standing === "orphaned" ? "chip warn" : "chip" }, i.standing),
