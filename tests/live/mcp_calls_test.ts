@@ -82,7 +82,7 @@ Deno.test({
               (req) =>
                 new URL(req.url).pathname === "/activity"
                   ? Response.json({
-                    instances: { [name]: entry(inFlight) },
+                    instances: { [`${LIVE_PROJECT}/${name}`]: entry(inFlight) },
                     model_usage_providers: ["anthropic"],
                   })
                   : new Response("no", { status: 404 }),
