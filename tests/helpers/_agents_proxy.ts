@@ -3,7 +3,8 @@
  * bridge's gateway, holding the "real" keys for two test-only names and sending their
  * traffic to the lab's model mocks on loopback. Apart from the lab because it is the host
  * half (policy, client registry, listeners) where the lab is the guest half (instance, DNS,
- * agent configuration, runs). On failure it closes what it started.
+ * agent configuration, runs). Its forward proxy resolves no name: a guest pointed at it is
+ * counted and refused, and nothing leaves the host. On failure it closes what it started.
  *
  * @module
  */
@@ -61,6 +62,8 @@ export async function startLabProxy(o: {
         [o.domains.openai]: o.upstreams.openai,
       },
       allowLoopbackTargets: true,
+      // the forward proxy looks up no name (counted, then refused): nothing leaves the host
+      resolve: (host) => Promise.reject(new Error(`the lab proxy resolves no name (${host})`)),
     });
     return { proxy, registry };
   } catch (e) {

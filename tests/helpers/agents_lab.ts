@@ -265,6 +265,11 @@ export class AgentsLab implements AsyncDisposable {
     return { code: r.exitCode, output: log ?? "", ...(await this.files(task, run)) };
   }
 
+  /** The lab proxy's forward proxy (`http://gateway:port`), for a guest's `HTTPS_PROXY`. */
+  get forwardProxy(): string {
+    return `http://${this.#gateway}:${this.#proxy!.addrs.forward.port}`;
+  }
+
   /** The proxy's `/activity` entry of the lab's instance. */
   async activity() {
     const port = this.#proxy!.addrs.health[0]!.port;
