@@ -36,6 +36,7 @@ import { contextFrom } from "../../cli/permissions.ts";
 import { mcpChildSpec } from "../../cli/mcp_child.ts";
 import type { CliContext } from "../../cli/command.ts";
 import {
+  LIVE_PROJECT,
   LIVE_SOCKET,
   liveIncus,
   NO_INCUS,
@@ -281,7 +282,7 @@ Deno.test({
             (sc(lt).templates as Json[]).map((x) => [x.template, x.coordinate_agents]),
           );
           assert.deepEqual(by, { [TEMPLATE]: [], "tpl-agents": ["claude", "opencode"] });
-          const pid = proxy.mcp!.childPid(coord);
+          const pid = proxy.mcp!.childPid(`${LIVE_PROJECT}/${coord}`);
           assert.ok(pid, "one isx mcp child runs for the coordinator");
         },
       );
@@ -361,7 +362,11 @@ Deno.test({
           const out = new TextDecoder().decode(host.stdout);
           assert.match(out, /\n403$/, out);
           assert.match(out, /belongs to no instance/);
-          assert.equal(proxy.mcp!.childPid(plain), undefined, "no isx mcp for a refused caller");
+          assert.equal(
+            proxy.mcp!.childPid(`${LIVE_PROJECT}/${plain}`),
+            undefined,
+            "no isx mcp for a refused caller",
+          );
           // the coordinator's session is untouched by all of that
           const ok = await curl(incus, coord, {
             body: rpc("ping"),
@@ -466,13 +471,13 @@ Deno.test({
               ? true
               : undefined;
           }, 120_000);
-          const firstPid = proxy.mcp!.childPid(coord);
+          const firstPid = proxy.mcp!.childPid(`${LIVE_PROJECT}/${coord}`);
           const again = await curl(incus, coord, { body: INIT(), accept: "application/json" });
           const old = session;
           session = again.headers["mcp-session-id"]!;
           assert.notEqual(session, old);
           assert.notEqual(
-            proxy.mcp!.childPid(coord),
+            proxy.mcp!.childPid(`${LIVE_PROJECT}/${coord}`),
             firstPid,
             "a new initialize ended the old child",
           );
