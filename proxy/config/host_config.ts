@@ -166,14 +166,17 @@ export interface ProxyConfig {
  * `inet isx_connlimit` on the default bridge `incusbr0`, suffixed with the bridge's name
  * (lowercase, other characters `_`) on any other, so two proxies on different bridges (a
  * second isx home, the test suite's lab next to a user's install) never replace or remove
- * each other's tables; `prefix` is `proxy.nft_prefix` (default `isx`), for a second proxy on
- * the same bridge.
+ * each other's tables; a `prefix` other than `isx` (`proxy.nft_prefix`, for a second proxy
+ * on the same bridge) names them alone: `<prefix>_guard`, `<prefix>_connlimit`.
  */
 export function nftTables(
   bridge: string,
   prefix = "isx",
 ): { guard: string; connLimit: string } {
-  if (bridge === "incusbr0") return { guard: `${prefix}_guard`, connLimit: `${prefix}_connlimit` };
+  // a prefix of its own already sets the tables apart (and keeps names short: nft's limit)
+  if (bridge === "incusbr0" || prefix !== "isx") {
+    return { guard: `${prefix}_guard`, connLimit: `${prefix}_connlimit` };
+  }
   const tail = bridge.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 15);
   return { guard: `${prefix}_guard_${tail}`, connLimit: `${prefix}_connlimit_${tail}` };
 }

@@ -119,6 +119,10 @@ Deno.test("nftTables: the plain names on incusbr0, the bridge's name on any othe
     guard: "isx_guard_my_br_0",
     connLimit: "isx_connlimit_my_br_0",
   });
+  assert.deepEqual(nftTables("isxtest1a2b3c", "ihost_0e035b"), {
+    guard: "ihost_0e035b_guard",
+    connLimit: "ihost_0e035b_connlimit",
+  });
   for (const t of Object.values(nftTables("a-very-long-nam"))) {
     assert.match(t, /^[a-z][a-z0-9_]{0,30}$/);
   }
