@@ -308,6 +308,10 @@ Deno.test({
       assert.throws(() => Deno.statSync(script));
     } finally {
       await home.isx(["proxy", "stop"]);
+      // the boot script also started this home's warm-pool keeper in the background
+      await new Deno.Command("pkill", {
+        args: ["-TERM", "-f", `${home.stateDir}.* pool keep`],
+      }).output().catch(() => {});
     }
   },
 });
