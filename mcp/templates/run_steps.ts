@@ -94,7 +94,14 @@ async function script(
 }
 
 async function apt(ctx: StepContext, packages: string[], label: string): Promise<void> {
-  await script(ctx, `apt-get update -q ${APT_OPTS}`, { label: "apt-get update" });
+  // apt-get update exits 0 when it fetched nothing (a mirror or the bridge's dnsmasq briefly
+  // away, as right after a raw.dnsmasq change restarts it): --error-on=any makes that a failure,
+  // tried three times, so no build goes on with empty lists ("Unable to locate package")
+  await script(
+    ctx,
+    `for i in 1 2 3; do apt-get update -q --error-on=any ${APT_OPTS} && exit 0; sleep 3; done; exit 1`,
+    { label: "apt-get update" },
+  );
   const uris = await capture(ctx.client, ctx.instance, [
     "apt-get",
     "install",
