@@ -17,7 +17,7 @@ import type { TemplateDef } from "../templates/schema.ts";
 import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
 import { retargetGuestProxy } from "./retarget.ts";
 import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
-import { type PinPlan, planPin, startPinned } from "./static_ip.ts";
+import { type PinPlan, planPin, repinLeased, startPinned } from "./static_ip.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients, type RegistrationReport } from "./mcp_client_reg.ts";
 
@@ -206,16 +206,16 @@ export async function branchInstance(
     // built on the default bridge: its proxy settings name that gateway, not this one's
     if (net.gateway) await retargetGuestProxy(client, opts.name, net.gateway);
     const start = () => startLong(client, opts.name, `start ${opts.name}`);
-    if (pin) {
-      await startPinned(client, {
-        name: opts.name,
-        device: "eth0",
-        network: pin.network,
-        address: pin.address,
-        stampKey: stampKey(STAMP.staticIp),
-        start,
-      });
-    } else await start();
+    const pinned = pin && {
+      name: opts.name,
+      device: "eth0",
+      network: pin.network,
+      address: pin.address,
+      stampKey: stampKey(STAMP.staticIp),
+      start,
+    };
+    if (pinned) pinned.address = await startPinned(client, pinned);
+    else await start();
     lap("start");
     [, ip] = await Promise.all([
       secret ? deliverSecret(client, opts.name, secret) : Promise.resolve(),
@@ -223,6 +223,16 @@ export async function branchInstance(
       opts.alongside?.(opts.name),
     ]);
     lap(opts.alongside ? "secret+ipv4+alongside" : "secret+ipv4");
+    if (pinned && ip && ip !== pinned.address) {
+      // the pin was leased to another client at start: move it, restart, deliver again
+      ({ address: ip } = await repinLeased(client, {
+        ...pinned,
+        stop: () => client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }),
+        ipv4: () => waitForIpv4(client, opts.name),
+      }, ip));
+      if (secret) await deliverSecret(client, opts.name, secret);
+      lap("repin");
+    }
   } catch (e) {
     // a branch that cannot start is useless: remove it rather than leave a half-made one
     // (registering a coordinator's agents below never throws: the next start tries again)

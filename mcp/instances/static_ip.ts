@@ -9,7 +9,9 @@
  * Why not a lock: Incus itself refuses to start an instance whose static address another
  * NIC's configuration (running or not, any project) already names ("already defined on
  * another NIC"), so two branches racing for one address both fail to start and pick again
- * at random; {@link startPinned} retries that, which needs no host-wide state. The filters
+ * at random; {@link startPinned} retries that, which needs no host-wide state. A dynamic
+ * lease that takes the address between the pick and the start makes dnsmasq give the guest
+ * another one; {@link repinLeased} sees that and moves the pin. The filters
  * are bridge-family nftables rules without `ct state`, so they load on kernels without
  * bridge conntrack (checked on this host: docs/decisions.md).
  *
@@ -88,13 +90,29 @@ interface ListedInstance {
   devices?: Record<string, Device> | null;
 }
 
-/** Addresses on `network` that are spoken for: NIC configurations (every project) and DHCP leases. */
+/**
+ * Addresses on `network` that are spoken for: NIC configurations (every project) and DHCP
+ * leases. Incus answers a network's leases per project (only the leases of that project's
+ * instances), so every project is asked: a dynamic lease of an instance in another project
+ * (an isb sandbox, a test lab's instance) holds its address as firmly as a pin, and dnsmasq
+ * would give a branch pinned to it a dynamic address instead (seen in CI).
+ */
 export async function takenAddresses(client: IncusClient, network: string): Promise<Set<string>> {
   const h = client.withProject("default");
-  const [list, leases] = await Promise.all([
+  const [list, projects] = await Promise.all([
     h.call("GET", "/1.0/instances", { query: { recursion: 1, "all-projects": true } }),
-    h.call("GET", `/1.0/networks/${encodeURIComponent(network)}/leases`, {}),
+    h.call("GET", "/1.0/projects", {}),
   ]);
+  const names = ((projects.metadata ?? []) as string[]).map((u) =>
+    decodeURIComponent(u.slice(u.lastIndexOf("/") + 1))
+  );
+  const path = `/1.0/networks/${encodeURIComponent(network)}/leases`;
+  const leases = await Promise.all(
+    (names.length ? names : ["default"]).map((p) =>
+      // a project that cannot see the network has no leases on it
+      client.withProject(p).call("GET", path, {}).then((r) => r.metadata, () => [])
+    ),
+  );
   const out = new Set<string>();
   for (const i of (list.metadata ?? []) as ListedInstance[]) {
     for (const d of Object.values({ ...i.devices, ...i.expanded_devices })) {
@@ -103,8 +121,8 @@ export async function takenAddresses(client: IncusClient, network: string): Prom
       }
     }
   }
-  for (const l of (leases.metadata ?? []) as { address?: string }[]) {
-    if (l.address) out.add(l.address);
+  for (const l of leases.flat() as { address?: string }[]) {
+    if (l?.address) out.add(l.address);
   }
   return out;
 }
@@ -164,6 +182,52 @@ export async function startPinned(client: IncusClient, p: PinnedStart): Promise<
       i.devices = { ...i.devices, [p.device]: { ...i.devices[p.device]!, "ipv4.address": next } };
       i.config = { ...i.config, [p.stampKey]: next };
     }, { step: `move ${p.name} to address ${next}` });
+  }
+}
+
+/** What {@link repinLeased} needs besides {@link PinnedStart}. */
+export interface PinnedRestart extends PinnedStart {
+  /** Stops the instance (forcibly: it has not been handed to anybody yet). */
+  stop(): Promise<void>;
+  /** Waits for the guest's IPv4 address. */
+  ipv4(): Promise<string>;
+}
+
+/**
+ * The guest came up with `got`, not its pinned `p.address`: dnsmasq found the pin leased
+ * to another client (a dynamic lease taken between the pick and the start) and gave a
+ * dynamic address, from which the filters drop everything the guest sends. Moves the NIC
+ * to another free address and starts again until the guest holds its pin. Returns the
+ * address and how many restarts it took (a restart empties /run: the caller delivers the
+ * secret again).
+ */
+export async function repinLeased(
+  client: IncusClient,
+  p: PinnedRestart,
+  got: string,
+): Promise<{ address: string; restarts: number }> {
+  let address = p.address;
+  for (let restarts = 1;; restarts++) {
+    await p.stop();
+    const [cidr, taken] = await Promise.all([
+      bridgeCidr(client, p.network),
+      takenAddresses(client, p.network),
+    ]);
+    taken.add(address).add(got);
+    const next = pickAddress(cidr, taken);
+    await client.updateInstance(p.name, (i) => {
+      i.devices = { ...i.devices, [p.device]: { ...i.devices[p.device]!, "ipv4.address": next } };
+      i.config = { ...i.config, [p.stampKey]: next };
+    }, { step: `move ${p.name} to address ${next} (${address} is leased to another client)` });
+    address = await startPinned(client, { ...p, address: next });
+    got = await p.ipv4();
+    if (got === address) return { address, restarts };
+    if (restarts >= PIN_ATTEMPTS) {
+      throw new IsbError(
+        "not_ready",
+        `pin an address for "${p.name}" on "${p.network}": after ${restarts} tries the guest still took another (${got} for ${address}); see \`incus network list-leases ${p.network}\``,
+      );
+    }
   }
 }
 

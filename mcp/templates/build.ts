@@ -30,7 +30,7 @@ import { type Chain, resolveChain } from "./resolve.ts";
 import { runStep, STAGING, type StepContext } from "./run_steps.ts";
 import { accountsOf, AGENT_USER, type GuestFacts, planBuild, workdirOf } from "./steps.ts";
 import { incusSwapOps, swapTemplate } from "./swap.ts";
-import { type PinPlan, planPin, startPinned } from "../instances/static_ip.ts";
+import { type PinPlan, planPin, repinLeased, startPinned } from "../instances/static_ip.ts";
 
 /** A progress event of a build. */
 export type BuildEvent =
@@ -176,18 +176,26 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     }
     at = "start the build instance";
     const start = () => startLong(ctx.client, tmp, `start ${tmp}`);
-    if (pin) {
-      await startPinned(ctx.client, {
-        name: tmp,
-        device: "eth0",
-        network: pin.network,
-        address: pin.address,
-        stampKey: `${STAMP_PREFIX}${STAMP.staticIp}`,
-        start,
-      });
-    } else await start();
+    const pinned = pin && {
+      name: tmp,
+      device: "eth0",
+      network: pin.network,
+      address: pin.address,
+      stampKey: `${STAMP_PREFIX}${STAMP.staticIp}`,
+      start,
+    };
+    if (pinned) pinned.address = await startPinned(ctx.client, pinned);
+    else await start();
+    let ip = await waitForIpv4(ctx.client, tmp);
+    if (pinned && ip !== pinned.address) {
+      // the pin was leased to another client at start: the filters would drop the build's traffic
+      ({ address: ip } = await repinLeased(ctx.client, {
+        ...pinned,
+        stop: () => ctx.client.stopInstance(tmp, { step: `stop ${tmp}`, force: true }),
+        ipv4: () => waitForIpv4(ctx.client, tmp),
+      }, ip));
+    }
     await waitForRun(ctx.client, tmp);
-    const ip = await waitForIpv4(ctx.client, tmp);
     note(`${tmp} is running at ${ip}`);
     await ctx.client.mkdir(tmp, STAGING, { step: "create the staging directory", mode: 0o700 });
     const sctx: StepContext = {

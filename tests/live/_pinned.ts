@@ -12,6 +12,7 @@ import {
   bridgeCidr,
   pickAddress,
   pinnedNic,
+  repinLeased,
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
 import { LIVE_BRIDGE, LIVE_IMAGE } from "../helpers/live.ts";
@@ -58,6 +59,17 @@ export async function launchPinned(
     start: true,
   }, { step: `launch ${name}` });
   const got = await addressOf(incus, name);
-  if (got !== address) throw new TypeError(`${name} got ${got}, not its pinned ${address}`);
-  return got;
+  if (got === address) return got;
+  // dnsmasq gave a dynamic address: the pin was leased between the pick and the start
+  const moved = await repinLeased(incus, {
+    name,
+    device: "eth0",
+    network: bridge,
+    address,
+    stampKey: "user.incus-spawn.static-ip",
+    start: () => incus.startInstance(name, { step: `start ${name}` }),
+    stop: () => incus.stopInstance(name, { step: `stop ${name}`, force: true }),
+    ipv4: () => addressOf(incus, name),
+  }, got);
+  return moved.address;
 }

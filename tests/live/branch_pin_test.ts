@@ -1,7 +1,9 @@
 /**
  * Pinned addresses against the real Incus: a NIC whose address another NIC's configuration
  * already names is refused at start, and {@link startPinned} moves it to a free one and
- * starts it; the guest gets the address its configuration names.
+ * starts it; the guest gets the address its configuration names. An address a dynamic lease
+ * holds (in the lab's own project, not `default`) counts as taken, and a guest that came up
+ * with a dynamic address because its pin was leased is moved by {@link repinLeased}.
  */
 
 import { equal, notEqual, ok } from "node:assert/strict";
@@ -10,6 +12,7 @@ import {
   bridgeCidr,
   pickAddress,
   pinnedNic,
+  repinLeased,
   startPinned,
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
@@ -22,6 +25,7 @@ import {
   NO_INCUS,
   removeInstance,
   testName,
+  until,
 } from "../helpers/live.ts";
 import { addressOf } from "./_pinned.ts";
 
@@ -63,6 +67,58 @@ Deno.test({
       equal(await addressOf(incus, y), got);
     } finally {
       for (const n of [x, y]) await removeInstance(incus, n).catch(() => {});
+      incus.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "a dynamic lease in the lab's project is taken, and a guest whose pin was leased is moved",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
+    const [d, p] = [testName("pind"), testName("pinp")];
+    try {
+      // d takes a dynamic address, as an isb sandbox does
+      await incus.createInstance({
+        name: d,
+        source: { type: "image", alias: LIVE_IMAGE },
+        devices: { eth0: { type: "nic", name: "eth0", network: LIVE_BRIDGE } },
+        start: true,
+      }, { step: `launch ${d}` });
+      const leased = await addressOf(incus, d);
+      await until(
+        `the lease of ${leased}`,
+        async () => (await takenAddresses(incus, LIVE_BRIDGE)).has(leased) || undefined,
+      );
+      // p is pinned to d's address, as a branch that picked it a moment before d's lease was
+      await incus.createInstance({
+        name: p,
+        source: { type: "image", alias: LIVE_IMAGE },
+        config: { "user.incus-spawn.static-ip": leased },
+        devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: LIVE_BRIDGE }, leased) },
+        start: true,
+      }, { step: `launch ${p}` });
+      const got = await addressOf(incus, p);
+      notEqual(got, leased, "dnsmasq does not hand out a leased address");
+      const moved = await repinLeased(incus, {
+        name: p,
+        device: "eth0",
+        network: LIVE_BRIDGE,
+        address: leased,
+        stampKey: "user.incus-spawn.static-ip",
+        start: () => startLong(incus, p, `start ${p}`),
+        stop: () => incus.stopInstance(p, { step: `stop ${p}`, force: true }),
+        ipv4: () => addressOf(incus, p),
+      }, got);
+      ok(moved.restarts >= 1);
+      notEqual(moved.address, leased);
+      const inst = (await incus.getInstance(p)).value;
+      equal(inst.devices.eth0!["ipv4.address"], moved.address);
+      equal(inst.config["user.incus-spawn.static-ip"], moved.address);
+      equal(await addressOf(incus, p), moved.address, "the guest holds its new pin");
+    } finally {
+      for (const n of [d, p]) await removeInstance(incus, n).catch(() => {});
       incus.close();
     }
   },
