@@ -72,13 +72,20 @@ function withPoolState(i: Instance, state: string) {
 
 /**
  * Claims a ready, fresh member of `template` for the holder `stamps` (prefix-less); undefined
- * when none is left. `now` stamps the claim time.
+ * when none is left. `now` stamps the claim time; `listed` is a listing the caller made
+ * already (each candidate is read again, with its ETag, before the claim).
  */
 export async function claimMember(
   client: IncusClient,
-  o: { template: string; present: Present; stamps: Record<string, string>; now: number },
+  o: {
+    template: string;
+    present: Present;
+    stamps: Record<string, string>;
+    now: number;
+    listed?: readonly Instance[];
+  },
 ): Promise<Claimed | undefined> {
-  const all = await client.listInstances();
+  const all = o.listed ?? await client.listInstances();
   const members = poolMembers(all, (t) => t === o.template ? o.present : undefined)
     .filter((m) => m.template === o.template && m.state === "ready" && m.status === "Running");
   const retired: string[] = [];

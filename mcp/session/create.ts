@@ -22,7 +22,7 @@ import type { Session } from "./session.ts";
 import type { Held } from "./types.ts";
 import { randomTag } from "./session.ts";
 import { approvedTemplate } from "./templates.ts";
-import { type CreateArgs, type Created, replay, underKey, userInstances } from "./replay.ts";
+import { type CreateArgs, type Created, ownedBy, replay, underKey } from "./replay.ts";
 import { preflight } from "./adoption.ts";
 import { createFromPool } from "./pooled.ts";
 
@@ -100,23 +100,41 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
     trusted = st[STAMP.caFingerprint];
   } else {
     template = args.template!;
-    const tpl = await s.incus.getInstance(template).catch((e) => {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    });
-    if (!tpl || readStamps(tpl.value.config)[STAMP.type] !== "base") {
+  }
+  const action = `create an instance of "${template}"`;
+  // one listing answers the template's stamps, the limit and the pool's members, and the
+  // preflight overlaps it; refusals keep their order (not built, not approved, limit, proxy)
+  const pre = preflight(s, { action, template, defs }).then(
+    (v) => ({ ok: true as const, v }),
+    (e: unknown) => ({ ok: false as const, e }),
+  );
+  const all = await s.incus.listInstances().catch(async (e) => {
+    await pre;
+    throw e;
+  });
+  if (!args.from_instance) {
+    const tpl = all.find((i) => i.name === template);
+    if (!tpl || readStamps(tpl.config)[STAMP.type] !== "base") {
+      await pre;
       throw new RefusalError(
         "wrong_state",
         `template "${template}" is approved but not built; ask the user to run isx build ${template}`,
       );
     }
-    trusted = readStamps(tpl.value.config)[STAMP.caFingerprint];
-    tplConfig = tpl.value.config;
+    trusted = readStamps(tpl.config)[STAMP.caFingerprint];
+    tplConfig = tpl.config;
   }
-  const facts = approvedTemplate(cfg, defs, template);
-  const mine = (await userInstances(s)).filter((i) => !readStamps(i.config)[MCP_STAMP.kept]);
+  let facts;
+  try {
+    facts = approvedTemplate(cfg, defs, template);
+  } catch (e) {
+    await pre;
+    throw e;
+  }
+  const mine = ownedBy(s, all).filter((i) => !readStamps(i.config)[MCP_STAMP.kept]);
   const creating = [...s.held.values()].filter((h) => h.state === "creating").length;
   if (mine.length + creating >= cfg.maxInstances) {
+    await pre;
     const elsewhere = mine.filter((i) => !s.held.has(i.name)).map((i) => i.name);
     throw new RefusalError(
       "limit",
@@ -127,11 +145,12 @@ async function create(s: Session, args: CreateArgs): Promise<Created> {
       }); destroy one first`,
     );
   }
-  const action = `create an instance of "${template}"`;
-  const health = await preflight(s, { action, template, defs });
+  const p = await pre;
+  if (!p.ok) throw p.e;
+  const health = p.v;
   // a warm pool's member when one is ready (pooled.ts); forks stay cold
   if (!args.from_instance && cfg.warmPool?.[template]) {
-    const got = await createFromPool(s, { template, tplConfig, health, args, facts, defs });
+    const got = await createFromPool(s, { template, tplConfig, health, args, facts, defs, all });
     if (got) return got;
   }
   const name = instanceName(template, args.name_hint);

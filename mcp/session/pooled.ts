@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { Instance } from "../../rpc/base.ts";
 import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { branchDefaults } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
@@ -33,6 +34,8 @@ export async function createFromPool(
     facts: { tools: string[]; delegate_agents: readonly unknown[] };
     /** The definitions the create loaded (not loaded again). */
     defs: Definitions;
+    /** The project's instances as the create listed them (not listed again). */
+    all: readonly Instance[];
   },
 ): Promise<Created | undefined> {
   const { args, template } = o;
@@ -47,6 +50,7 @@ export async function createFromPool(
   const t0 = s.deps.now();
   const c = await claimMember(s.incus, {
     template,
+    listed: o.all,
     present,
     now: t0,
     stamps: {

@@ -45,7 +45,11 @@ export interface Created {
 
 /** The user's isx mcp instances (one listing). */
 export async function userInstances(s: Session): Promise<Instance[]> {
-  const all = await s.incus.listInstances();
+  return ownedBy(s, await s.incus.listInstances());
+}
+
+/** The instances of `all` that are this user's isx instances (what {@link userInstances} keeps). */
+export function ownedBy(s: Session, all: readonly Instance[]): Instance[] {
   return all.filter((i) => {
     const st = readStamps(i.config);
     return st[STAMP.type] === "instance" && st[MCP_STAMP.owner] === s.deps.owner;

@@ -8,6 +8,7 @@
  */
 
 import { IsbError } from "../errors.ts";
+import { log } from "../log.ts";
 import { type AsyncReply, decodeEnvelope, type Reply } from "./envelope.ts";
 import type { HttpResponse, HttpTransport } from "./http.ts";
 
@@ -96,10 +97,20 @@ export class IncusConn {
 
   /** One exchange, decoded as an envelope. */
   async call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
+    const t = performance.now();
     const res = await this.raw(method, path, opts);
     const text = new TextDecoder().decode(res.body);
+    const url = this.url(path, opts);
+    // ISX_LOG=debug: every exchange with its time, to see which call a slow step waits on
+    // (the path only: bodies can carry file contents and secrets' hashes)
+    log.debug("incus", {
+      method,
+      path: url,
+      status: res.status,
+      ms: +(performance.now() - t).toFixed(1),
+    });
     return decodeEnvelope(
-      { method, path: this.url(path, opts), status: res.status, etag: res.headers.get("etag") },
+      { method, path: url, status: res.status, etag: res.headers.get("etag") },
       text,
     );
   }
