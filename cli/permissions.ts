@@ -222,10 +222,12 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   }),
   // isx pool (the warm-pool keeper, mcp/pool/): the socket, the user's definitions and mcp
   // settings read-only, the CA certificate (never its key) for the CA repair, its lock and
-  // log; memory for the host memory guard. No credentials: those stay the proxy's alone.
+  // log, the guest runner sources it puts in members of templates with agents; memory for
+  // the host memory guard. No credentials: those stay the proxy's alone.
   pool: (c) => ({
     read: [
       c.socket,
+      `${c.programDir}/guest`,
       `${c.configDir}/config.yaml`,
       `${c.configDir}/mcp.yaml`,
       `${c.configDir}/templates`,

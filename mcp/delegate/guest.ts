@@ -99,6 +99,23 @@ export async function prepareGuest(
   return physical;
 }
 
+/**
+ * Puts the current runners in `instance` unless it has them (one exec, then the pushes only
+ * when its hash differs); true when it pushed. The pool keeper readies members with it, so a
+ * delegation claiming one finds them in place.
+ */
+export async function ensureRunners(incus: IncusClient, instance: string): Promise<boolean> {
+  const src = await runnerSources();
+  const r = await incus.execCapture(instance, ["head", "-c", "64", `${RUNNER_DIR}/.hash`], {
+    env: ENV,
+    cwd: "/",
+    timeoutMs: 60_000,
+  });
+  if (r.exitCode === 0 && dec.decode(r.stdout) === src.hash) return false;
+  await pushRunners(incus, instance, src);
+  return true;
+}
+
 async function pushRunners(
   incus: IncusClient,
   instance: string,
@@ -114,9 +131,12 @@ async function pushRunners(
     throw new RefusalError("unavailable", `could not make ${RUNNER_DIR} in "${instance}"`);
   }
   const own = { mode: 0o644, uid: 0, gid: 0 };
-  for (const [f, text] of src.files) {
-    await incus.pushFile(instance, `${RUNNER_DIR}/${f}`, text, { step: `push ${f}`, ...own });
-  }
+  // all at once: each push is one request, and none depends on another
+  await Promise.all(
+    src.files.map(([f, text]) =>
+      incus.pushFile(instance, `${RUNNER_DIR}/${f}`, text, { step: `push ${f}`, ...own })
+    ),
+  );
   // the hash last: a push cut short is pushed again next time
   await incus.pushFile(instance, `${RUNNER_DIR}/.hash`, src.hash, { step: "push hash", ...own });
 }

@@ -19,6 +19,9 @@ import { prepareSecretDir } from "../instances/secret.ts";
 import type { ProxyPlace } from "../instances/network.ts";
 import type { Definitions } from "../templates/load.ts";
 import type { McpConfig } from "../session/config.ts";
+import { resolveChain } from "../templates/resolve.ts";
+import { AGENTS } from "../session/templates.ts";
+import { ensureRunners } from "../delegate/guest.ts";
 import { retireMember } from "./claim.ts";
 import {
   type Member,
@@ -80,6 +83,16 @@ export async function presentFor(
   return { buildId: st[STAMP.buildId], servedCa, place };
 }
 
+/** True when `template`'s tools include an agent a delegation can run. */
+function hasAgents(defs: Definitions, template: string): boolean {
+  try {
+    const leaf = resolveChain(defs, template).at(-1);
+    return AGENTS.some((a) => leaf?.allTools.includes(a));
+  } catch {
+    return false;
+  }
+}
+
 function tag(): string {
   const chars = "abcdefghijkmnpqrstuvwxyz23456789";
   return [...crypto.getRandomValues(new Uint8Array(5))].map((b) => chars[b % 32]).join("");
@@ -88,7 +101,8 @@ function tag(): string {
 /**
  * Makes one member of `template`: an `isx branch` copy with no secret, stamped `filling`
  * from its copy request on (so a keeper killed at any point leaves a marked copy), its CA
- * repaired to the served one, then stamped `ready`. Nothing half-made stays on failure.
+ * repaired to the served one, the agent runners in place (a template with agents), then
+ * stamped `ready`. Nothing half-made stays on failure.
  */
 export async function fillOne(deps: PoolDeps, template: string, present: Present): Promise<string> {
   const defs = deps.definitions();
@@ -112,8 +126,12 @@ export async function fillOne(deps: PoolDeps, template: string, present: Present
   });
   try {
     await deps.repairCa(name, trusted);
-    // the secret's directory now, so a claim writes one file (no secret in it until then)
-    const gid = await prepareSecretDir(deps.incus, name);
+    // the secret's directory now, so a claim writes one file (no secret in it until then);
+    // and the agent runners, so a delegation on the claimed member pushes none
+    const [gid] = await Promise.all([
+      prepareSecretDir(deps.incus, name),
+      hasAgents(defs, template) ? ensureRunners(deps.incus, name) : undefined,
+    ]);
     await deps.incus.updateInstance(
       name,
       withStamps({
