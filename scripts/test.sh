@@ -22,9 +22,10 @@ if [ "$(id -u)" = 0 ]; then
   export CI="${CI:-1}"
   # what the tests themselves drive: a real terminal (isx shell), openssl (TLS checks), curl and
   # python3 (the frame attacks from a network namespace, tests/live/attack_frames_test.ts),
-  # firefox-esr (the dashboard in Firefox, tests/dashboard_firefox_test.ts)
+  # firefox-esr and chromium (the dashboard in Firefox and in Chromium,
+  # tests/dashboard_firefox_test.ts and tests/live/dashboard_live_test.ts)
   need=()
-  for tool in tmux openssl curl python3 firefox-esr; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+  for tool in tmux openssl curl python3 firefox-esr chromium; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
   if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null \
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; } \

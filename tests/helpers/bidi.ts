@@ -9,16 +9,14 @@
  * @module
  */
 
+import { browserPresent } from "./browser_gate.ts";
+
 /** Where the browser is (`ISX_TEST_FIREFOX` overrides). */
 export const FIREFOX = Deno.env.get("ISX_TEST_FIREFOX") || "/usr/bin/firefox-esr";
 
 /** Whether the browser is installed. */
 export function haveFirefox(): boolean {
-  try {
-    return Deno.statSync(FIREFOX).isFile;
-  } catch {
-    return false;
-  }
+  return browserPresent(FIREFOX);
 }
 
 // loopback stays direct (Firefox never proxies localhost by default); everything else goes to

@@ -7,16 +7,14 @@
  * @module
  */
 
+import { browserPresent } from "./browser_gate.ts";
+
 /** Where the browser is (`ISX_TEST_CHROMIUM` overrides). */
 export const CHROMIUM = Deno.env.get("ISX_TEST_CHROMIUM") || "/usr/bin/chromium";
 
 /** Whether the browser is installed. */
 export function haveChromium(): boolean {
-  try {
-    return Deno.statSync(CHROMIUM).isFile;
-  } catch {
-    return false;
-  }
+  return browserPresent(CHROMIUM);
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
