@@ -27,7 +27,7 @@ import type { Client } from "@modelcontextprotocol/client";
 import { execRecorded, waitForIpv4 } from "../mcp/mod.ts";
 import { call, connect } from "../tests/helpers/mcp.ts";
 import { PoolLab, SOURCE_TEMPLATE } from "../tests/helpers/pool_lab.ts";
-import { ensureTemplate } from "../tests/helpers/_agents_template.ts";
+import { ensureTemplate } from "../tests/helpers/agents_lab.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 7);
 const NP = ["--no-preflight"];
