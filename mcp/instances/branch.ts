@@ -225,11 +225,7 @@ export async function branchInstance(
     lap(opts.alongside ? "secret+ipv4+alongside" : "secret+ipv4");
     if (pinned && ip && ip !== pinned.address) {
       // the pin was leased to another client at start: move it, restart, deliver again
-      ({ address: ip } = await repinLeased(client, {
-        ...pinned,
-        stop: () => client.stopInstance(opts.name, { step: `stop ${opts.name}`, force: true }),
-        ipv4: () => waitForIpv4(client, opts.name),
-      }, ip));
+      ({ address: ip } = await repinLeased(client, pinned, ip));
       if (secret) await deliverSecret(client, opts.name, secret);
       lap("repin");
     }

@@ -19,6 +19,7 @@
  */
 
 import { type Device, type IncusClient, IsbError } from "../../rpc/base.ts";
+import { waitForIpv4 } from "../host/waits.ts";
 
 /** The NIC keys that make the bridge drop what a guest sends under another identity. */
 export const NIC_FILTERS: Readonly<Record<string, string>> = {
@@ -187,10 +188,8 @@ export async function startPinned(client: IncusClient, p: PinnedStart): Promise<
 
 /** What {@link repinLeased} needs besides {@link PinnedStart}. */
 export interface PinnedRestart extends PinnedStart {
-  /** Stops the instance (forcibly: it has not been handed to anybody yet). */
-  stop(): Promise<void>;
-  /** Waits for the guest's IPv4 address. */
-  ipv4(): Promise<string>;
+  /** Waits for the guest's IPv4 address (default: {@link waitForIpv4}). */
+  ipv4?(): Promise<string>;
 }
 
 /**
@@ -207,8 +206,10 @@ export async function repinLeased(
   got: string,
 ): Promise<{ address: string; restarts: number }> {
   let address = p.address;
+  const ipv4 = p.ipv4 ?? (() => waitForIpv4(client, p.name));
   for (let restarts = 1;; restarts++) {
-    await p.stop();
+    // forcibly: it has not been handed to anybody yet
+    await client.stopInstance(p.name, { step: `stop ${p.name}`, force: true });
     const [cidr, taken] = await Promise.all([
       bridgeCidr(client, p.network),
       takenAddresses(client, p.network),
@@ -220,7 +221,7 @@ export async function repinLeased(
       i.config = { ...i.config, [p.stampKey]: next };
     }, { step: `move ${p.name} to address ${next} (${address} is leased to another client)` });
     address = await startPinned(client, { ...p, address: next });
-    got = await p.ipv4();
+    got = await ipv4();
     if (got === address) return { address, restarts };
     if (restarts >= PIN_ATTEMPTS) {
       throw new IsbError(

@@ -189,11 +189,7 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
     let ip = await waitForIpv4(ctx.client, tmp);
     if (pinned && ip !== pinned.address) {
       // the pin was leased to another client at start: the filters would drop the build's traffic
-      ({ address: ip } = await repinLeased(ctx.client, {
-        ...pinned,
-        stop: () => ctx.client.stopInstance(tmp, { step: `stop ${tmp}`, force: true }),
-        ipv4: () => waitForIpv4(ctx.client, tmp),
-      }, ip));
+      ({ address: ip } = await repinLeased(ctx.client, pinned, ip));
     }
     await waitForRun(ctx.client, tmp);
     note(`${tmp} is running at ${ip}`);

@@ -68,7 +68,6 @@ export async function launchPinned(
     address,
     stampKey: "user.incus-spawn.static-ip",
     start: () => incus.startInstance(name, { step: `start ${name}` }),
-    stop: () => incus.stopInstance(name, { step: `stop ${name}`, force: true }),
     ipv4: () => addressOf(incus, name),
   }, got);
   return moved.address;

@@ -108,7 +108,6 @@ Deno.test({
         address: leased,
         stampKey: "user.incus-spawn.static-ip",
         start: () => startLong(incus, p, `start ${p}`),
-        stop: () => incus.stopInstance(p, { step: `stop ${p}`, force: true }),
         ipv4: () => addressOf(incus, p),
       }, got);
       ok(moved.restarts >= 1);
