@@ -11,7 +11,7 @@
  * @module
  */
 
-import { hasCode, isNotFound } from "../../rpc/base.ts";
+import { hasCode } from "../../rpc/base.ts";
 import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { branchDefaults, branchInstance } from "../instances/branch.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
