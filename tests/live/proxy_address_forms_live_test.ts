@@ -185,11 +185,21 @@ Deno.test({
         return st.network?.eth0?.addresses.find((a) => a.family === "inet")?.address;
       });
       // Control: the host (where the proxy dials from) reaches the namespace's listener.
+      // Every connection made here is logged (perhaps after a later probe has read the log):
+      // the log is cleared only once it holds all of them, so a late line of the control's
+      // cannot pass for a dial of the proxy's.
+      let made = 0;
       await until("the namespace's listener", async () => {
         const c = await Deno.connect({ hostname: target.address, port: PORT });
+        made++;
         c.close();
         return (await target.accepted()).length > 0 ? true : undefined;
       });
+      await until(
+        `the listener's log of the control's ${made} connection(s)`,
+        async () => (await target.accepted()).length >= made ? true : undefined,
+        10_000,
+      );
       await target.clear();
 
       const want = dec.decode(unreachable());
@@ -231,7 +241,8 @@ Deno.test({
       }
       deepStrictEqual(seen.filter((s) => !s.endsWith(": ok")), [], seen.join("\n"));
       ok(seen.length >= 40, `${seen.length} probes`);
-      equal((await target.accepted()).join(","), "", "the namespace's listener saw no connection");
+      const dialled = (await target.accepted()).join(",");
+      equal(dialled, "", `the namespace's listener saw connections from ${dialled}`);
     } finally {
       for (const n of created) await removeInstance(incus, n);
       await proxy?.close();
