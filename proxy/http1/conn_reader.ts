@@ -143,17 +143,25 @@ export class ConnReader {
     }
   }
 
+  /**
+   * The message head already buffered, consumed; `tooLarge` when the buffer is full without
+   * one; undefined when more must be read ({@link ConnReader.head}).
+   */
+  bufferedHead(): { text: string } | { tooLarge: true } | undefined {
+    if (this.buffered === 0) return undefined;
+    const text = headText(this.#buf, this.#start, this.#end);
+    if (text !== undefined) {
+      this.consume(text.length);
+      return { text };
+    }
+    return this.buffered >= this.#cap ? { tooLarge: true } : undefined;
+  }
+
   /** Reads one message head (up to the buffer's size) and consumes it. */
   async head(): Promise<HeadRead> {
     for (;;) {
-      if (this.buffered > 0) {
-        const text = headText(this.#buf, this.#start, this.#end);
-        if (text !== undefined) {
-          this.consume(text.length);
-          return { text };
-        }
-        if (this.buffered >= this.#cap) return { tooLarge: true };
-      }
+      const got = this.bufferedHead();
+      if (got) return got;
       if (!(await this.fill())) {
         return this.buffered >= this.#cap ? { tooLarge: true } : { end: true };
       }
