@@ -122,13 +122,19 @@ export interface Role {
   lines: ReadableStreamDefaultReader<string>;
 }
 
-/** Runs proxy_bench.ts with `args` (a role) in a process of its own; resolves with its port. */
-export async function spawnRole(args: string[], v8Flags = ""): Promise<Role> {
+/** Runs proxy_bench.ts with `args` (a role) in a process of its own (`denoFlags` before the
+ * script, e.g. `--cpu-prof`); resolves with its port. */
+export async function spawnRole(
+  args: string[],
+  v8Flags = "",
+  denoFlags: string[] = [],
+): Promise<Role> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       ...(v8Flags ? [`--v8-flags=${v8Flags}`] : []),
+      ...denoFlags,
       "--config",
       `${HERE}/deno.json`,
       new URL("./proxy_bench.ts", import.meta.url).pathname,

@@ -9,7 +9,7 @@
  * re-encrypts.
  *
  *   deno run -A bench/proxy_bench.ts [--requests 1000] [--mb 64] [--rounds 5] [--streams 50]
- *     [--variant NAME=DIR[:V8FLAGS]]...
+ *     [--variant NAME=DIR[:V8FLAGS]]... [--cpu-prof DIR]
  *
  * Targets (issue 11): < 1 ms added per request at the median; >= 0.8x the direct streaming
  * throughput; idle resident memory (VmRSS) <= 60 MiB. The proxy process loads what `isx proxy
@@ -17,7 +17,9 @@
  * `isx proxy start` gives it (PROXY_V8_FLAGS). Each `--variant` adds a proxy built from
  * another checkout (`git worktree add /tmp/before <commit>`: the baseline "before") or with
  * other V8 flags (`semi4=.:--max-semi-space-size=4`); all proxies run side by side and the
- * rounds rotate through them, so before/after ratios come from one invocation.
+ * rounds rotate through them, so before/after ratios come from one invocation. `--cpu-prof DIR`
+ * writes each proxy's V8 CPU profile to `DIR/<variant>/` when it exits (open it in Chrome's
+ * DevTools); the proxy CPU per request row is the proxy's CPU over the timed requests.
  *
  * The paths alternate (latency in ten blocks, streams round by round) so a change in the
  * machine's load hits both; the stream ratio is of the medians. Each round also records the
@@ -44,6 +46,7 @@ const { values } = parseArgs({
     dir: { type: "string" },
     tree: { type: "string" },
     upstream: { type: "string" },
+    "cpu-prof": { type: "string" },
   },
 });
 const enc = new TextEncoder();
@@ -84,6 +87,8 @@ interface Path {
   port: number;
   role?: Role;
   lat: number[];
+  /** CPU seconds the path's proxy used over the timed requests. */
+  latCpu: number;
   rounds: { rate: number; cpu: number[] }[];
   rss: { idle?: number; after?: { now: number; peak: number } };
   wall?: number;
@@ -115,11 +120,21 @@ async function client(): Promise<void> {
   await Deno.writeTextFile(`${dir}/ca.json`, JSON.stringify(caPem), { mode: 0o600 });
   await Deno.writeTextFile(`${dir}/leaf.json`, JSON.stringify(leaf), { mode: 0o600 });
   const up = await spawnRole(["--role", "upstream", "--dir", dir]);
-  const paths: Path[] = [{ name: "direct", port: up.port, lat: [], rounds: [], rss: {} }];
+  const paths: Path[] = [{
+    name: "direct",
+    port: up.port,
+    lat: [],
+    latCpu: 0,
+    rounds: [],
+    rss: {},
+  }];
   for (const v of await variants()) {
     const args = ["--role", "proxy", "--dir", dir, "--upstream", String(up.port), "--tree", v.tree];
-    const role = await spawnRole(args, v.v8);
-    paths.push({ name: v.name, port: role.port, role, lat: [], rounds: [], rss: {} });
+    const prof = values["cpu-prof"]
+      ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}/${v.name}`]
+      : [];
+    const role = await spawnRole(args, v.v8, prof);
+    paths.push({ name: v.name, port: role.port, role, lat: [], latCpu: 0, rounds: [], rss: {} });
   }
   await new Promise((r) => setTimeout(r, 2000)); // idle: started, settled, nothing served yet
   for (const p of paths) if (p.role) p.rss.idle = rssMiB(p.role.child.pid).now;
@@ -141,11 +156,13 @@ async function client(): Promise<void> {
   for (const p of paths) for (let i = 0; i < 100; i++) await post(p.port);
   for (let b = 0; b < 10; b++) {
     for (const p of turn(b)) {
+      const c0 = p.role ? cpuSeconds(p.role.child.pid) : 0;
       for (let i = 0; i < N / 10; i++) {
         const t = performance.now();
         await post(p.port);
         p.lat.push(performance.now() - t);
       }
+      if (p.role) p.latCpu += cpuSeconds(p.role.child.pid) - c0;
     }
   }
   // CPU per MiB of each process on one stream: the client, the upstream, the path's proxy.
@@ -207,6 +224,12 @@ function report(
       (q === 0.5 ? " ms (target < 1 ms)" : " ms"),
     ]);
   }
+  rows.push([
+    "  proxy CPU per request (ms)",
+    "-",
+    ...px.map((p) => f(p.latCpu * 1000 / p.lat.length)),
+    "",
+  ]);
   rows.push([
     `one ${o.MB} MiB SSE stream (MiB/s, median)`,
     ...paths.map((p) => f(rate(p))),

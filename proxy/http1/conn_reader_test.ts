@@ -42,3 +42,24 @@ Deno.test("ConnReader grows to its cap for a large head, and says tooLarge past 
   deepStrictEqual(await over.head(), { tooLarge: true });
   equal(over.capacity, 64 * 1024, "never more than the cap");
 });
+
+Deno.test("ConnReader grows for a body read and consumed a full buffer at a time", async () => {
+  const body = new Uint8Array(200_000);
+  const r = new ConnReader(fakeConn([body], true));
+  const sizes: number[] = [];
+  while (await r.fill()) {
+    sizes.push(r.buffered);
+    r.consume(r.buffered);
+  }
+  deepStrictEqual(sizes.slice(0, 3), [4096, 16384, 65536], "each full read makes the next larger");
+  equal(sizes.reduce((a, b) => a + b, 0), body.length);
+  equal(r.capacity, 64 * 1024, "never more than the cap");
+});
+
+Deno.test("ConnReader stays at its first buffer while reads leave room", async () => {
+  const r = new ConnReader(
+    fakeConn([enc.encode("a".repeat(1000)), enc.encode("b".repeat(1000))], true),
+  );
+  while (await r.fill()) r.consume(r.buffered);
+  equal(r.capacity, 4096);
+});

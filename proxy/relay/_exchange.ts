@@ -41,7 +41,7 @@ import type { Lease, UpstreamPool } from "./upstream_pool.ts";
 import { bodyKind, UsageReader } from "../activity/usage.ts";
 import { DecodingUsageReader } from "../http1/decode.ts";
 import { bodyPlan, DecodingSink, guestResponseHeaders } from "./_decoded.ts";
-import { type ProxyLimits, Watchdog } from "../callers/limits.ts";
+import type { Deadline, ProxyLimits } from "../callers/limits.ts";
 
 /** The largest request body kept to send again after a 401 (command-sourced credentials). */
 export const REPLAY_LIMIT = 2 * 1024 * 1024;
@@ -65,6 +65,10 @@ export interface ExchangeSide {
   refuse(status: number, text: string): Promise<false>;
   /** Closes the guest connection. */
   close(): void;
+  /** The connection's timer (the stream idle deadline while an exchange runs). */
+  deadline: Deadline;
+  /** Something moved: pushes the deadline on (a reader's `onData`). */
+  kick(): void;
 }
 
 /** How one call went, for ending it exactly once. */
@@ -105,12 +109,12 @@ export async function exchange(
   let up: Lease | undefined;
   try {
     // The body's framing is checked (a small body whole) before any upstream connection.
-    const dog = new Watchdog(s.limits.streamIdleMs, () => s.close());
-    s.g.onData = () => dog.kick();
+    s.deadline.set(s.limits.streamIdleMs, s.close);
+    s.g.onData = s.kick;
     const body = await prefetchBody(s.g, framing, {
       expectContinue: /\b100-continue\b/i.test(req.headers.get("expect") ?? ""),
     }).finally(() => {
-      dog.stop();
+      s.deadline.clear();
       s.g.onData = undefined;
     });
     if (body === "bad") return await s.refuse(400, "malformed chunked request body");
@@ -151,16 +155,16 @@ async function forward(
 ): Promise<boolean> {
   const up = on.lease();
   // Nothing moving either way for the stream timeout: the exchange is given up.
-  const dog = new Watchdog(s.limits.streamIdleMs, () => {
+  s.deadline.set(s.limits.streamIdleMs, () => {
     on.abort();
     s.close();
   });
-  const kick = () => dog.kick();
+  const kick = s.kick;
   s.g.onData = up.reader.onData = kick;
   try {
     return await relay(s, req, framing, a, call, on, up, kick);
   } finally {
-    dog.stop();
+    s.deadline.clear();
     // Only our own hooks: a released upstream may already serve another guest.
     if (s.g.onData === kick) s.g.onData = undefined;
     if (up.reader.onData === kick) up.reader.onData = undefined;

@@ -31,7 +31,7 @@ import { BodyWriter, writeAll } from "./_body.ts";
 import { hostOnly } from "../config/policy.ts";
 import { admit, callerOf, type InterceptDeps } from "../callers/admit.ts";
 import type { UpstreamPool } from "./upstream_pool.ts";
-import { DEFAULT_LIMITS, type ProxyLimits } from "../callers/limits.ts";
+import { Deadline, DEFAULT_LIMITS, type ProxyLimits } from "../callers/limits.ts";
 import { exchange, type ExchangeSide, message } from "./_exchange.ts";
 import { MCP_HOST } from "../mcp_endpoint/mod.ts";
 
@@ -58,6 +58,9 @@ class Session {
   readonly #limits: ProxyLimits;
   readonly #stopping: AbortSignal | undefined;
   readonly #side: ExchangeSide;
+  /** The connection's one timer: keep-alive, head, body and stream deadlines in turn. */
+  readonly #deadline = new Deadline();
+  readonly #closer = () => this.#close();
 
   constructor(guest: Deno.Conn, deps: RelayDeps, pool: UpstreamPool, stopping?: AbortSignal) {
     this.#guest = guest;
@@ -73,25 +76,33 @@ class Session {
       writer: this.#writer,
       limits: this.#limits,
       refuse: (status, text) => this.#refuse(status, text),
-      close: () => this.#close(),
+      close: this.#closer,
+      deadline: this.#deadline,
+      kick: () => this.#deadline.kick(),
     };
   }
 
   /** Closes the connection unless `p` settles within `ms`. */
-  #within<T>(ms: number, p: Promise<T>): Promise<T> {
-    const timer = setTimeout(() => this.#close(), ms);
-    return p.finally(() => clearTimeout(timer));
+  async #within<T>(ms: number, p: Promise<T>): Promise<T> {
+    this.#deadline.set(ms, this.#closer);
+    try {
+      return await p;
+    } finally {
+      this.#deadline.clear();
+    }
   }
 
   async run(): Promise<void> {
     try {
       for (let first = true;; first = false) {
         // Kept alive: the next request's first byte within the keep-alive timeout, then
-        // its whole head within the header timeout (the first one's from the accept).
+        // its whole head within the header timeout (the first one's from the accept); a
+        // head that came whole with its first byte has nothing left to time.
         if (!first && this.#g.buffered === 0) {
           if (!(await this.#within(this.#limits.keepAliveMs, this.#g.fill()))) return;
         }
-        const got = await this.#within(this.#limits.headerTimeoutMs, this.#g.head());
+        const got = this.#g.bufferedHead() ??
+          await this.#within(this.#limits.headerTimeoutMs, this.#g.head());
         if ("end" in got) return;
         if ("tooLarge" in got) return void (await this.#refuse(431, "request head too large"));
         if (!(await this.#request(got.text))) return;
@@ -99,6 +110,7 @@ class Session {
     } catch (e) {
       log.debug("proxy: relay connection failed", { error: message(e) });
     } finally {
+      this.#deadline.stop();
       // A guest that stopped reading must not keep the close_notify (and us) waiting.
       const timer = setTimeout(() => this.#close(), LINGER_MS);
       await this.#guest.closeWrite().catch(() => {});
