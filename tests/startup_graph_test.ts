@@ -85,7 +85,7 @@ Deno.test("main.ts alone (isx --help, --version, mistakes) loads no command, eng
   const got = MAIN;
   assert.deepEqual(under(got, ...COMMAND_MODULES), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/server/", "rpc/incus/", "mcp/", "proxy/"), []);
-  assert.deepEqual(under(got, "npm:"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/"), []);
   // nor Deno's Node layer: the flags are parsed by cli/argv.ts, not node:util (~8 ms)
   assert.deepEqual(under(got, "node:"), []);
 });
@@ -96,7 +96,7 @@ Deno.test("isb rpc loads neither the proxy, the MCP layer, the templates nor the
   assert.deepEqual(under(got, ...COMMAND_MODULES.filter((m) => m !== "cli/rpc.ts")), []);
   // the hello is written before zod and js-yaml load: the method table and the library are
   // imported after it (rpc/server/dispatch.ts names zod's types only)
-  assert.deepEqual(under(got, "npm:"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/"), []);
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right: rpc has its server
 });
 
@@ -106,7 +106,7 @@ Deno.test("isb rpc reads neither the library nor the method table before its hel
   const got = all(await graphOf("cli/rpc.ts"), "cli/rpc.ts");
   const engine = under(got, "rpc/sandbox/", "rpc/incus/", "rpc/server/methods/", "rpc/mod.ts");
   assert.deepEqual(engine.filter((m) => m !== "rpc/sandbox/exec/registry.ts"), []);
-  assert.deepEqual(under(got, "npm:", "mcp/", "proxy/"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/", "mcp/", "proxy/"), []);
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right
 });
 
@@ -120,7 +120,8 @@ Deno.test("isb rpc evaluates for its first answer no Node module and no YAML rea
   ];
   assert.deepEqual(under(got, "node:", "npm:/js-yaml", "npm:/@peculiar"), []);
   assert.deepEqual(under(got, "rpc/sandbox/compose/ops.ts", "rpc/sandbox/compose/load.ts"), []);
-  assert.deepEqual([...new Set(under(got, "npm:"))], ["npm:/zod@4.6.7"]); // read right
+  assert.deepEqual(under(got, "npm:"), []); // zod is the one bundled module (scripts/vendor_zod.ts)
+  assert.ok(got.includes("rpc/vendor/zod.js"), got.join(" ")); // read right
 });
 
 Deno.test("isx mcp's backend evaluates no Node module", async () => {
@@ -204,7 +205,7 @@ Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP l
   // zod (~11 MiB resident) and js-yaml with the Node layer (~4 MiB): the proxy reads its
   // config with rpc/yaml.ts and proxy/config/shape.ts; the tools reader (mcp/tool_rules.ts, which
   // has both) is a dynamic import, made only when a tool can exist (cli/proxy_run.ts)
-  assert.deepEqual(under(got, "npm:"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/"), []);
   assert.deepEqual(under(got, "mcp/"), []);
   // the graph is read right: the proxy and its config readers are there
   assert.ok(got.includes("proxy/mod.ts") && got.includes("rpc/yaml.ts"), got.join(" "));
@@ -220,14 +221,14 @@ Deno.test("isx proxy run's one dynamic import is the tools reader", async () => 
     d.code?.specifier?.slice(ROOT.length)
   );
   assert.deepEqual(dynamic, ["mcp/tool_rules.ts"]);
-  assert.ok(all(g, "cli/proxy_run.ts").includes("npm:/zod@4.6.7")); // it is what brings zod
+  assert.ok(all(g, "cli/proxy_run.ts").includes("rpc/vendor/zod.js")); // it is what brings zod
 });
 
 Deno.test("isx mcp answers the handshake and tools/list with the protocol layer alone", async () => {
   // issue 11 (start-up): an agent spawns one `isx mcp` per session and waits for initialize;
   // the session, the tool table, zod and js-yaml load after it (cli/mcp_backend.ts)
   const got = await loads("cli/mcp.ts");
-  assert.deepEqual(under(got, "npm:", "node:crypto", "cli/mcp_backend.ts"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/", "node:crypto", "cli/mcp_backend.ts"), []);
   assert.deepEqual(under(got, "mcp/session/", "mcp/tasks/", "mcp/templates/", "mcp/host/"), []);
   assert.deepEqual(under(got, "mcp/tools/").filter((m) => !/\/(catalog|fault)\./.test(m)), []);
   assert.deepEqual(under(got, "rpc/base.ts", "rpc/incus/", "rpc/mod.ts", "proxy/", "guest/"), []);
@@ -264,7 +265,7 @@ Deno.test("isx list loads neither the proxy server, the template builder nor the
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
   // no npm package at all: /health is checked by hand, config.yaml read by rpc/yaml.ts
-  assert.deepEqual(under(got, "npm:", "node:crypto"), []);
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/", "node:crypto"), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts", "mcp/templates/", "proxy/"), []);
   assert.deepEqual(under(got, "mcp/instances/branch.ts", "mcp/instances/preflight.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right
