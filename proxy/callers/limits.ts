@@ -67,51 +67,13 @@ export class ConnectionCap {
 }
 
 /**
- * Calls `onIdle` once when `kick` has not been called for `ms` (one timer, re-armed only
- * when it fires early, so a kick per read costs a clock read).
- */
-export class Watchdog {
-  readonly #ms: number;
-  readonly #onIdle: () => void;
-  #last = performance.now();
-  #timer: ReturnType<typeof setTimeout> | undefined;
-
-  /** Starts watching. */
-  constructor(ms: number, onIdle: () => void) {
-    this.#ms = ms;
-    this.#onIdle = onIdle;
-    this.#arm(ms);
-  }
-
-  #arm(ms: number): void {
-    this.#timer = setTimeout(() => {
-      const quiet = performance.now() - this.#last;
-      if (quiet >= this.#ms) {
-        this.#timer = undefined;
-        this.#onIdle();
-      } else this.#arm(this.#ms - quiet);
-    }, Math.max(1, ms));
-  }
-
-  /** Something moved. */
-  kick(): void {
-    this.#last = performance.now();
-  }
-
-  /** Stops watching. */
-  stop(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
-}
-
-/**
  * One timer for the successive deadlines of a relay connection: the keep-alive wait, a
  * request head, a body, a stream's idle time. {@link Deadline.set}, {@link Deadline.kick}
  * and {@link Deadline.clear} only note what is due; the timer is re-armed when it fires
  * before that (or a deadline comes earlier than it), so a kept-alive connection's requests
  * cost no timer each. A timer per request and phase (four) was about a tenth of the
- * proxy's CPU per request (bench/proxy_bench.ts).
+ * proxy's CPU per request (bench/proxy_bench.ts). A tunnel's idle timeout is one `set` and a
+ * `kick` per read.
  */
 export class Deadline {
   #due = Infinity;
@@ -129,10 +91,13 @@ export class Deadline {
     if (this.#due < this.#at) this.#arm();
   }
 
-  /** Something moved: the deadline set last is its `ms` from now again. */
-  kick(): void {
+  /**
+   * Something moved: the deadline set last is its `ms` from now again. A bound function, so
+   * it is handed to a reader's `onData` as it is (a kick per read costs a clock read).
+   */
+  readonly kick = (): void => {
     if (this.#onDue) this.#due = performance.now() + this.#ms;
-  }
+  };
 
   /** Nothing is due (a pending timer finds that when it fires, and ends). */
   clear(): void {

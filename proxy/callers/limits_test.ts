@@ -1,5 +1,5 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { ConnectionCap, Deadline, Watchdog } from "./limits.ts";
+import { ConnectionCap, Deadline } from "./limits.ts";
 
 Deno.test("ConnectionCap refuses past the cap per key and frees a slot once per release", () => {
   const cap = new ConnectionCap(2);
@@ -18,9 +18,10 @@ Deno.test("ConnectionCap refuses past the cap per key and frees a slot once per 
   equal(cap.open("a"), 0);
 });
 
-Deno.test("Watchdog fires once after quiet and not while kicked", async () => {
+Deno.test("Deadline as a watchdog fires once after quiet and not while kicked", async () => {
   let fired = 0;
-  const dog = new Watchdog(120, () => fired++);
+  const dog = new Deadline();
+  dog.set(120, () => fired++);
   for (let i = 0; i < 6; i++) {
     await new Promise((r) => setTimeout(r, 40));
     dog.kick();
@@ -29,7 +30,8 @@ Deno.test("Watchdog fires once after quiet and not while kicked", async () => {
   await new Promise((r) => setTimeout(r, 300));
   equal(fired, 1);
   dog.stop();
-  const stopped = new Watchdog(20, () => fired++);
+  const stopped = new Deadline();
+  stopped.set(20, () => fired++);
   stopped.stop();
   await new Promise((r) => setTimeout(r, 60));
   equal(fired, 1, "a stopped watchdog never fires");

@@ -65,10 +65,9 @@ export interface ExchangeSide {
   refuse(status: number, text: string): Promise<false>;
   /** Closes the guest connection. */
   close(): void;
-  /** The connection's timer (the stream idle deadline while an exchange runs). */
+  /** The connection's timer (the stream idle deadline while an exchange runs; its `kick` is a
+   * reader's `onData`). */
   deadline: Deadline;
-  /** Something moved: pushes the deadline on (a reader's `onData`). */
-  kick(): void;
 }
 
 /** How one call went, for ending it exactly once. */
@@ -110,7 +109,7 @@ export async function exchange(
   try {
     // The body's framing is checked (a small body whole) before any upstream connection.
     s.deadline.set(s.limits.streamIdleMs, s.close);
-    s.g.onData = s.kick;
+    s.g.onData = s.deadline.kick;
     const body = await prefetchBody(s.g, framing, {
       expectContinue: /\b100-continue\b/i.test(req.headers.get("expect") ?? ""),
     }).finally(() => {
@@ -159,7 +158,7 @@ async function forward(
     on.abort();
     s.close();
   });
-  const kick = s.kick;
+  const kick = s.deadline.kick;
   s.g.onData = up.reader.onData = kick;
   try {
     return await relay(s, req, framing, a, call, on, up, kick);

@@ -28,7 +28,7 @@ import type { Policy } from "../config/policy.ts";
 import { closeQuietly, type Gate, serveConns, type Served } from "../host/accept.ts";
 import { type Guard, type Resolver, targetAllowed } from "../egress/guard.ts";
 import { cachedHostNets, dialGuarded, type HostNets, systemResolver } from "../egress/dial.ts";
-import { DEFAULT_LIMITS, type ProxyLimits, Watchdog } from "../callers/limits.ts";
+import { Deadline, DEFAULT_LIMITS, type ProxyLimits } from "../callers/limits.ts";
 
 const HEAD_CAP = 64 * 1024;
 const enc = new TextEncoder();
@@ -133,7 +133,8 @@ export async function pipeConns(
   } = {},
 ): Promise<void> {
   const close = () => closeQuietly(a, b);
-  const dog = count.idleMs ? new Watchdog(count.idleMs, close) : undefined;
+  const idle = new Deadline(); // kicks are no-ops when no idle timeout is set
+  if (count.idleMs) idle.set(count.idleMs, close);
   if (count.signal?.aborted) close();
   count.signal?.addEventListener("abort", close, { once: true });
   const copy = async (from: Deno.Conn, to: Deno.Conn, on?: (n: number) => void) => {
@@ -141,7 +142,7 @@ export async function pipeConns(
     for (;;) {
       const n = await from.read(buf);
       if (n === null) break;
-      dog?.kick();
+      idle.kick();
       on?.(n);
       await writeAll(to, buf.subarray(0, n));
     }
@@ -150,7 +151,7 @@ export async function pipeConns(
   try {
     await Promise.all([copy(a, b, count.ab), copy(b, a, count.ba)].map((p) => p.catch(close)));
   } finally {
-    dog?.stop();
+    idle.stop();
     count.signal?.removeEventListener("abort", close);
     close();
   }

@@ -78,7 +78,6 @@ class Session {
       refuse: (status, text) => this.#refuse(status, text),
       close: this.#closer,
       deadline: this.#deadline,
-      kick: () => this.#deadline.kick(),
     };
   }
 
