@@ -96,6 +96,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/version.ts",
       "rpc/duration.ts",
       "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
+      "rpc/prebuilt.ts", // a leaf: where the program's own modules are (sources or pre-built)
     ].includes(to);
   }
   if (a === "mcp") {
