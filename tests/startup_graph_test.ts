@@ -120,7 +120,7 @@ Deno.test("isb rpc evaluates for its first answer no Node module and no YAML rea
   ];
   assert.deepEqual(under(got, "node:", "npm:/js-yaml", "npm:/@peculiar"), []);
   assert.deepEqual(under(got, "rpc/sandbox/compose/ops.ts", "rpc/sandbox/compose/load.ts"), []);
-  assert.deepEqual(under(got, "npm:"), []); // zod is the one bundled module (scripts/vendor_zod.ts)
+  assert.deepEqual(under(got, "npm:"), []); // zod and js-yaml are bundled modules (scripts/vendor.ts)
   assert.ok(got.includes("rpc/vendor/zod.js"), got.join(" ")); // read right
 });
 
