@@ -192,8 +192,6 @@ const PURE = [
   "rpc/jsonl.ts",
   "rpc/duration.ts",
   "rpc/yaml.ts",
-  "rpc/_yaml_scalar.ts",
-  "rpc/_yaml_flow.ts",
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
   "rpc/host_paths.ts",
