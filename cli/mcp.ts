@@ -91,8 +91,9 @@ Options:
       return opened;
     };
     const server = serveMcp({
-      input: Deno.stdin.readable,
-      output: Deno.stdout.writable,
+      // the plain reader and writer: web streams cost the first answer (rpc/jsonl.ts)
+      input: Deno.stdin,
+      output: Deno.stdout,
       backend,
       onClient,
     });

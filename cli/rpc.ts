@@ -90,8 +90,9 @@ export const rpcCommand: Command = {
     let close = () => {};
     try {
       await serveRpc<Engine>({
-        input: Deno.stdin.readable,
-        output: Deno.stdout.writable,
+        // the plain reader and writer: web streams cost the first answer (rpc/jsonl.ts)
+        input: Deno.stdin,
+        output: Deno.stdout,
         makeEngine: async () => {
           const built = await buildEngine(ctx);
           close = built.close;

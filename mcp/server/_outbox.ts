@@ -8,6 +8,7 @@
  * @module
  */
 
+import { type ByteWriter, lineOutput } from "../../rpc/jsonl.ts";
 import type { Id } from "./wire.ts";
 
 /** What the dispatch and the calls send with. */
@@ -25,8 +26,8 @@ export interface Outbox {
 }
 
 /** An {@link Outbox} over `output`. */
-export function outbox(output: WritableStream<Uint8Array>): Outbox {
-  const writer = output.getWriter();
+export function outbox(output: WritableStream<Uint8Array> | ByteWriter): Outbox {
+  const writer = lineOutput(output);
   const enc = new TextEncoder();
   let writing: Promise<void> = Promise.resolve();
   let outputBroken = false;

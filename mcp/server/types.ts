@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { ByteReader, ByteWriter } from "../../rpc/jsonl.ts";
 import type { Session } from "../session/mod.ts";
 import type { callTool } from "../tools/mod.ts";
 
@@ -25,10 +26,10 @@ export interface McpBackend {
 
 /** Options of `serveMcp`. */
 export interface ServeOptions {
-  /** stdin. */
-  input: ReadableStream<Uint8Array>;
-  /** stdout: one JSON message per line, nothing else. */
-  output: WritableStream<Uint8Array>;
+  /** stdin (the plain reader itself: no web stream to set up before the first answer). */
+  input: ReadableStream<Uint8Array> | ByteReader;
+  /** stdout: one JSON message per line, nothing else (a stream is closed at the end). */
+  output: WritableStream<Uint8Array> | ByteWriter;
   /**
    * The backend, its promise, or its loader: called on the first request that needs it, or
    * once the client pauses after the handshake (requests that need it wait; a failure

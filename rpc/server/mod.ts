@@ -29,7 +29,14 @@
  */
 
 import { IsbError } from "../errors.ts";
-import { encodeLine, lines } from "../jsonl.ts";
+import {
+  type ByteReader,
+  type ByteWriter,
+  encodeLine,
+  type LineOutput,
+  lineOutput,
+  lines,
+} from "../jsonl.ts";
 import { moduleUrl } from "../prebuilt.ts";
 import { log } from "../log.ts";
 import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec/registry.ts";
@@ -69,10 +76,10 @@ export function hello(): { isb: string; protocol: number } {
 
 /** What {@link serveRpc} needs: its streams, the engine, and optionally other methods. */
 export interface ServeRpcOptions<Engine> {
-  /** Request lines (the process's stdin). */
-  input: ReadableStream<Uint8Array>;
-  /** Reply and event lines (the process's stdout). Closed when the server ends. */
-  output: WritableStream<Uint8Array>;
+  /** Request lines (the process's stdin itself: no web stream to set up). */
+  input: ReadableStream<Uint8Array> | ByteReader;
+  /** Reply and event lines (the process's stdout). A stream is closed when the server ends. */
+  output: WritableStream<Uint8Array> | ByteWriter;
   /** The sandbox engine every handler gets (or give {@link ServeRpcOptions.makeEngine}). */
   engine?: Engine;
   /** Makes the engine, once, after the hello is written (when `engine` is absent). */
@@ -197,12 +204,12 @@ async function answer<Engine>(
 
 /** One writer for the whole output: each line is one write of one complete JSON object. */
 class LineWriter {
-  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #writer: LineOutput;
   #encoder = new TextEncoder();
   #broken = false;
 
-  constructor(output: WritableStream<Uint8Array>) {
-    this.#writer = output.getWriter();
+  constructor(output: WritableStream<Uint8Array> | ByteWriter) {
+    this.#writer = lineOutput(output);
   }
 
   /** Queues one line; settles when it is written (or dropped because the output broke). */
