@@ -151,6 +151,8 @@ async function build(): Promise<string> {
       "external",
       "--minify",
       "--keep-names",
+      "--no-remote", // and npm packages stay imports: nothing to fetch, nothing reached
+      "--frozen-lockfile",
       "--config",
       `${ROOT}/deno.json`,
       "--outdir",
