@@ -13,8 +13,8 @@
  * program's directories less tests, main.ts, deno.json, deno.lock), one path per line, with
  * the mtime of the moment this build started read them, so an edit made while it ran leaves it
  * stale. `<root>/.prebuilt/current` names the newest version (written last, by a rename). A
- * version is removed once it is neither current nor named in a running process's command line
- * (a long-lived `isx mcp` keeps importing from its own). One build at a time: the lock is
+ * version is removed by the second build after it stopped being current, unless a running
+ * process's command line names it (a long-lived `isx mcp` keeps importing from its own). One build at a time: the lock is
  * `.prebuilt/.lock`, a directory, taken over once it is ten minutes old (its build died).
  *
  * The launcher starts it in the background when the pre-built program is missing or stale and
@@ -119,12 +119,16 @@ async function versionsInUse(): Promise<Set<string>> {
   return used;
 }
 
-/** Removes every version that is neither `keep` nor in use. */
-async function prune(keep: string): Promise<void> {
+/**
+ * Removes every version that is not in `keep` and not in use. The one `current` named until
+ * this build is kept too: a launcher may have read its name just before the switch and not
+ * yet started the process whose command line would name it.
+ */
+async function prune(keep: string[]): Promise<void> {
   const used = await versionsInUse();
   for await (const e of Deno.readDir(DIR)) {
     if (!e.isDirectory || !/^v\d+-\d+$/.test(e.name) && !/^tmp-\d+$/.test(e.name)) continue;
-    if (e.name === keep || used.has(e.name)) continue;
+    if (keep.includes(e.name) || used.has(e.name)) continue;
     if (e.name.startsWith("tmp-") && e.name !== `tmp-${Deno.pid}`) {
       // another build's work in progress, unless that build is gone
       const pid = e.name.slice(4);
@@ -200,8 +204,9 @@ if (import.meta.main) {
   }
   try {
     const t0 = performance.now();
+    const before = await current();
     const version = await build();
-    await prune(version);
+    await prune(before ? [version, before] : [version]);
     if (!quiet) {
       console.log(`prebuild: ${DIR}/${version} (${Math.round(performance.now() - t0)} ms)`);
     }
