@@ -15,7 +15,9 @@
  * on all of them alike. Beside each wall time is the CPU time the process had used by its answer
  * (its threads' `schedstat`), which a loaded host changes much less.
  *
- * The launchers run the pre-built program (`scripts/prebuild.ts`) when it is fresh, as a user's
+ * Each command is started as a user starts it: `isb`/`isx` from PATH when those are links to the
+ * checkout's launchers (scripts/demo.sh makes them), else the launchers by path. The launchers run
+ * the pre-built program (`scripts/prebuild.ts`) when it is fresh, as a user's
  * would; which one each checkout runs is printed first. `--sources` runs every command of this
  * checkout a second time with `ISX_PREBUILT=0` (main.ts and its graph), alternated, so the
  * pre-built program's gain is read off one run. `isb rpc (→ sandbox.list)` is real work: the
@@ -95,32 +97,48 @@ const answered = (id: number) => (o: string) =>
   o.split("\n").some((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`));
 
 const line = (out: string) => out.includes("\n");
+/**
+ * How a user starts `prog` of the checkout at `root`: by its name, when the `isb`/`isx` on PATH is
+ * a link to that checkout's launcher (what scripts/demo.sh makes), else by the launcher's path.
+ */
+function command(root: string, prog: "isb" | "isx"): string {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    try {
+      if (dir && Deno.realPathSync(`${dir}/${prog}`) === Deno.realPathSync(`${root}/bin/${prog}`)) {
+        return prog;
+      }
+    } catch { /* not there */ }
+  }
+  return `${root}/bin/${prog}`;
+}
+
 /** The commands of one checkout, named with `tag` when it is not this one. */
 function casesOf(root: string, tag: string, sources = false): Case[] {
+  const isb = command(root, "isb"), isx = command(root, "isx");
   const cases: Case[] = [
-    { name: `isb rpc (hello)${tag}`, cmd: [`${root}/bin/isb`, "rpc"], done: line },
+    { name: `isb rpc (hello)${tag}`, cmd: [isb, "rpc"], done: line },
     {
       name: `isb rpc (version)${tag}`,
-      cmd: [`${root}/bin/isb`, "rpc"],
+      cmd: [isb, "rpc"],
       input: '{"id":1,"method":"version"}\n',
       done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
     },
     {
       // real work: the engine, the Incus client and one call (what `isx list` lists, read only)
       name: `isb rpc (→ sandbox.list)${tag}`,
-      cmd: [`${root}/bin/isb`, "rpc"],
+      cmd: [isb, "rpc"],
       input: '{"id":1,"method":"sandbox.list","params":{}}\n',
       done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
     },
     {
       name: `isx mcp (initialize)${tag}`,
-      cmd: [`${root}/bin/isx`, "mcp"],
+      cmd: [isx, "mcp"],
       input: INIT,
       done: (o: string) => o.split("\n").some((l) => l.includes('"id":1')),
     },
     {
       name: `isx mcp (→ list_templates)${tag}`,
-      cmd: [`${root}/bin/isx`, "mcp", "--no-preflight"],
+      cmd: [isx, "mcp", "--no-preflight"],
       env: HOME_ENV,
       input: INIT,
       then: [
@@ -129,8 +147,8 @@ function casesOf(root: string, tag: string, sources = false): Case[] {
       ],
       done: answered(3),
     },
-    { name: `isx --help${tag}`, cmd: [`${root}/bin/isx`, "--help"], done: line },
-    { name: `isx list${tag}`, cmd: [`${root}/bin/isx`, "list"], done: () => false },
+    { name: `isx --help${tag}`, cmd: [isx, "--help"], done: line },
+    { name: `isx list${tag}`, cmd: [isx, "list"], done: () => false },
   ];
   const env = (c: Case) => sources ? { ...c.env, ISX_PREBUILT: "0" } : c.env;
   return cases.map((c) => ({ ...c, cwd: root, ...(env(c) ? { env: env(c) } : {}) }));
@@ -249,7 +267,8 @@ for (const root of [ROOT, ...(AGAINST ? [AGAINST] : [])]) {
     stdout: "piped",
     stderr: "null",
   }).output();
-  console.log(`${root}: the launchers run ${new TextDecoder().decode(o.stdout).trim() || "?"}`);
+  const how = [command(root, "isb"), command(root, "isx")].join(" and ");
+  console.log(`${root}: ${how} run ${new TextDecoder().decode(o.stdout).trim() || "?"}`);
 }
 console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median; load ${load}):`);
 for (const c of CASES) {
