@@ -125,6 +125,12 @@ Deno.test("isb rpc evaluates for its first answer no Node module and no YAML rea
   assert.deepEqual(under(got, "rpc/sandbox/compose/ops.ts", "rpc/sandbox/compose/load.ts"), []);
   assert.deepEqual(under(got, "npm:"), []); // zod and js-yaml are bundled modules (scripts/vendor.ts)
   assert.ok(got.includes("rpc/vendor/zod.js"), got.join(" ")); // read right
+  // the spec's schemas wait for the first method that reads a spec (sandbox_spec.ts); the
+  // engine uses the spec's helpers without them, and takes no zod at all
+  const schemas = ["spec.ts", "service.ts", "parts.ts", "mounts.ts", "ports.ts", "egress.ts"];
+  assert.deepEqual(under(got, ...schemas.map((f) => `rpc/sandbox/spec/${f}`)), []);
+  const engine = staticOf(await graphOf("rpc/mod.ts"), "rpc/mod.ts");
+  assert.deepEqual(under(engine, "rpc/vendor/zod.js", "rpc/sandbox/spec/scalars.ts"), []);
 });
 
 Deno.test("isx mcp's backend evaluates no Node module", async () => {

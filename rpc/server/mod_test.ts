@@ -6,7 +6,8 @@ import { FakeExecClient } from "../../tests/fakes/exec_client.ts";
 import { startFakeIncusd } from "../../tests/fakes/incusd.ts";
 import { type Handler, method } from "./dispatch.ts";
 import type { ExecEngine } from "./methods/exec.ts";
-import { METHODS } from "./methods/mod.ts";
+import { METHODS, SPEC_METHODS } from "./methods/mod.ts";
+import { sandboxSpecMethods } from "./methods/sandbox_spec.ts";
 import { hello, loadMethods, serveRpc } from "./mod.ts";
 
 type Line = Record<string, unknown>;
@@ -379,4 +380,18 @@ Deno.test("METHODS holds exactly the 29 methods of the spec", () => {
   ].sort();
   assert.equal(expected.length, 29);
   assert.deepEqual(Object.keys(METHODS).sort(), expected);
+});
+
+Deno.test("the methods loaded on first call are exactly the spec group's, and answer as it does", async () => {
+  assert.deepEqual([...SPEC_METHODS].sort(), Object.keys(sandboxSpecMethods).sort());
+  // through the table: the group's own params check, the error naming the field
+  const ctx = { id: 1, key: "1", emit: () => {}, engine: {} as never };
+  await assert.rejects(
+    METHODS["sandbox.ensure"]!({ spec: { image: "x" }, nope: 1 }, ctx),
+    (e: unknown) => e instanceof IsbError && e.code === "invalid" && /nope/.test(e.message),
+  );
+  await assert.rejects(
+    METHODS["sandbox.add_port"]!({ name: "a" }, ctx),
+    (e: unknown) => e instanceof IsbError && e.code === "invalid" && /port/.test(e.message),
+  );
 });

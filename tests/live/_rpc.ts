@@ -12,11 +12,17 @@ import { createEngine, type Engine } from "../../rpc/sandbox/mod.ts";
 import { type CallContext, toWire, type WireError } from "../../rpc/server/dispatch.ts";
 import { composeMethods } from "../../rpc/server/methods/compose.ts";
 import { sandboxMethods } from "../../rpc/server/methods/sandbox.ts";
+import { sandboxSpecMethods } from "../../rpc/server/methods/sandbox_spec.ts";
 import { volumeMethods } from "../../rpc/server/methods/volume.ts";
 import { liveIncus } from "../helpers/live.ts";
 
 /** The handlers this area owns. */
-export const METHODS = { ...sandboxMethods, ...volumeMethods, ...composeMethods };
+export const METHODS = {
+  ...sandboxMethods,
+  ...sandboxSpecMethods,
+  ...volumeMethods,
+  ...composeMethods,
+};
 
 /** What one call produced. */
 export interface Outcome {

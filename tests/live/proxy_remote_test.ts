@@ -10,7 +10,7 @@
  */
 
 import { deepStrictEqual as assertEquals, equal, ok } from "node:assert/strict";
-import { createIncusClient, type IncusClient, resolveRemote } from "../../rpc/mod.ts";
+import { createIncusClient, type IncusClient, resolveRemote } from "../../rpc/base.ts";
 import { loadCa } from "../../proxy/tls/ca.ts";
 import { ClientRegistry, incusSource } from "../../proxy/callers/clients.ts";
 import { parseCredentials } from "../../proxy/config/credentials.ts";

@@ -18,7 +18,7 @@
 import { IsbError } from "../../errors.ts";
 import { x509Lib } from "../../x509.ts";
 import type { IncusClient } from "../../incus/mod.ts";
-import { entryString, type SecretBinding } from "../spec/egress.ts";
+import { entryString, type SecretBinding } from "../spec/egress_policy.ts"; // no schemas
 import { ensureGuestDir } from "../instances/guest_dir.ts";
 
 /** A secret's value: shows its length only, in every printing or serialising path. */

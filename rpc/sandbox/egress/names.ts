@@ -12,7 +12,13 @@
  */
 
 import { sha256Hex } from "../../sha256.ts";
-import { type EgressPolicy, egressPolicy, type EgressSpec, entryString } from "../spec/egress.ts";
+// the policy without the spec's schemas (egress.ts builds them)
+import {
+  type EgressPolicy,
+  egressPolicy,
+  type EgressSpec,
+  entryString,
+} from "../spec/egress_policy.ts";
 
 /** Egress bridges are `isbbrx<8 hex>`. */
 export const EGRESS_NET_PREFIX = "isbbrx";

@@ -18,7 +18,7 @@ import type { Image, Instance } from "../../incus/types.ts";
 import type { DesiredDevice } from "../resolve/devices.ts";
 import { type Desired, REDACTED } from "../resolve/resolve.ts";
 import { findLocalImage, missingLocalImage } from "../resolve/image.ts";
-import { splitAddr } from "../spec/ports.ts";
+import { splitAddr } from "../spec/addr.ts"; // not ports.ts: the spec's schemas
 import { type Action, type Props, restartNeeded, type SandboxPlan } from "./_actions.ts";
 
 export * from "./_actions.ts";

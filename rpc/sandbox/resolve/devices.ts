@@ -10,8 +10,11 @@
 
 import { invalid, IsbError } from "../../errors.ts";
 import type { NamedVolumeSpec } from "../spec/spec.ts";
-import { type MountSpec, normalTarget } from "../spec/mounts.ts";
-import { normalizeAddr, type PortSpec, splitAddr } from "../spec/ports.ts";
+// the helpers' own modules, not mounts.ts and ports.ts: those build the spec's schemas
+import { normalizeAddr, splitAddr } from "../spec/addr.ts";
+import type { MountSpec } from "../spec/mounts.ts";
+import type { PortSpec } from "../spec/ports.ts";
+import { normalTarget } from "../spec/target.ts";
 import type { HostFacts } from "./host.ts";
 import { absoluteHostPath, checkHostPath, protectedHostPaths } from "../../host_paths.ts";
 import { type DeviceCheckContext, hostSocket, refuseRawProps } from "./_raw_rules.ts";

@@ -7,7 +7,7 @@
  * - `scalars.ts`: the lenient scalars (a number or a string that means one) and `poly`
  * - `parts.ts`: readiness checks, idmap, exec defaults, environment
  * - `service.ts`: the compose-only service fields (deploy, healthcheck, secrets, …)
- * - `mounts.ts`, `ports.ts` (with `_addr.ts`), `egress.ts`: the polymorphic fields
+ * - `mounts.ts`, `ports.ts` (with `addr.ts`), `egress.ts`: the polymorphic fields
  * - `_type.ts`: the {@link SandboxSpec} type assembled from the parts
  *
  * @module

@@ -152,8 +152,4 @@ export const Mount = poly(
   parseMount,
 );
 
-/** The guest path with trailing `/` dropped (`/` stays `/`). */
-export function normalTarget(target: string): string {
-  const t = target.replace(/\/+$/, "");
-  return t === "" ? "/" : t;
-}
+export { normalTarget } from "./target.ts";

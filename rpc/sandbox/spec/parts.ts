@@ -6,18 +6,7 @@
  */
 
 import { z } from "zod";
-import {
-  Bool,
-  Command,
-  Count,
-  fail,
-  IntOrString,
-  mapOrList,
-  poly,
-  Scalar,
-  StringMap,
-  sub,
-} from "./scalars.ts";
+import { Bool, Command, Count, fail, mapOrList, poly, Scalar, sub } from "./scalars.ts";
 
 /** A readiness check (§7.3). */
 export type ReadyCheck =
@@ -140,32 +129,7 @@ export const ExecSpec = poly(
   },
 );
 
-/** Exec defaults (`sandbox.exec`'s `defaults`, resolved specs' `exec`). */
-export interface ExecDefaults {
-  /** Who execs run as: `NAME`, `UID`, `UID:GID` or `NAME:GROUP` (default root). */
-  user?: string;
-  /** The working directory of execs (default the user's home). */
-  cwd?: string;
-  /** Variables added to every exec's environment. */
-  env?: Record<string, string>;
-  /** Execs run through the user's login shell. */
-  login?: true;
-}
-
-/** Exec defaults as a client writes them (lenient). */
-export const ExecDefaultsSchema = z.strictObject({
-  user: IntOrString.optional(),
-  cwd: z.string().optional(),
-  env: StringMap.optional(),
-  login: Bool.optional(),
-}).transform((d): ExecDefaults => {
-  const out: ExecDefaults = {};
-  if (d.user !== undefined) out.user = d.user;
-  if (d.cwd !== undefined) out.cwd = d.cwd;
-  if (d.env && Object.keys(d.env).length > 0) out.env = d.env;
-  if (d.login) out.login = true;
-  return out;
-});
+export { type ExecDefaults, ExecDefaultsSchema } from "./exec_defaults.ts";
 
 /** An environment value: a scalar, or a top-level secret delivered as the variable. */
 export type EnvValue = string | { secret: string };

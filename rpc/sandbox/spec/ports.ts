@@ -9,7 +9,7 @@
  */
 
 import { z } from "zod";
-import { normalizeAddr, splitAddr } from "./_addr.ts";
+import { normalizeAddr, splitAddr } from "./addr.ts";
 import { type Ctx, fail, IntOrString, poly, StringMap, sub } from "./scalars.ts";
 
 /** A port, as the engine models it. */

@@ -16,7 +16,8 @@ import { IsbError } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
 import { type ExecClient, type ExecStdin, runExec } from "../../sandbox/exec/exec.ts";
 import { type ControlOp, execKey, ExecRegistry } from "../../sandbox/exec/registry.ts";
-import { ExecDefaultsSchema } from "../../sandbox/spec/spec.ts";
+// its own module, not spec.ts: sandbox.exec needs none of the other spec schemas
+import { ExecDefaultsSchema } from "../../sandbox/spec/exec_defaults.ts";
 import { type CallContext, type Handler, method } from "../dispatch.ts";
 
 /** What the exec methods need from the engine. */

@@ -5,7 +5,6 @@
  * @module
  */
 
-import { specJsonSchema } from "../../sandbox/spec/spec.ts";
 import { PROTOCOL, VERSION } from "../../version.ts";
 import type { Handler } from "../dispatch.ts";
 
@@ -14,5 +13,6 @@ export const generalMethods: Record<string, Handler> = {
   // Deep-equals the hello line (the TS SDK's unit test checks exactly that).
   version: () => Promise.resolve({ isb: VERSION, protocol: PROTOCOL }),
   // The compose file's JSON Schema: root `ComposeFile`, `SandboxSpec` under `$defs`.
-  schema: () => Promise.resolve(specJsonSchema()),
+  // the spec's schemas, imported on this first use (sandbox_spec.ts's note)
+  schema: async () => (await import("../../sandbox/spec/spec.ts")).specJsonSchema(),
 };

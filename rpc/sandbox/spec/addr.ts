@@ -1,7 +1,9 @@
 /**
  * Proxy addresses (isb-rpc.md §8.2): incus' `proto:host:port` form and the shorthands that
  * expand to it (`5173`, `HOST:5173`, `5173/udp`, `tcp:5173`, `udp:H:P`, `unix:PATH`). Pure;
- * shared by the port serialiser (ports.ts) and the resolver.
+ * shared by the port serialiser (ports.ts) and the resolver, which imports it rather than
+ * ports.ts so the engine builds none of the spec's schemas (docs/decisions.md, "The spec's
+ * schemas only where a spec is read").
  *
  * @module
  */
