@@ -1,6 +1,6 @@
 /**
- * The `egress:` field (isb-rpc.md §13): its three written forms, and the validated policy
- * they mean. Validation needs no instance: the placeholders, which depend on the sandbox's
+ * The `egress:` field (isb-rpc.md §13): its three written forms, read into the validated
+ * policy they mean (`egress_policy.ts`, re-exported here). Validation needs no instance: the placeholders, which depend on the sandbox's
  * egress bridge, are added later by `egress.ts` through the `placeholder` callback, so a
  * spec can be checked (and a compose file loaded) before anything is known about where it
  * will run.

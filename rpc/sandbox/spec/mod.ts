@@ -5,9 +5,11 @@
  *
  * - `spec.ts`: the sandbox spec and the compose file around it, `parseSpec`, the JSON Schema
  * - `scalars.ts`: the lenient scalars (a number or a string that means one) and `poly`
- * - `parts.ts`: readiness checks, idmap, exec defaults, environment
+ * - `parts.ts`: readiness checks, idmap, environment; `exec_defaults.ts`: exec defaults
  * - `service.ts`: the compose-only service fields (deploy, healthcheck, secrets, …)
- * - `mounts.ts`, `ports.ts` (with `addr.ts`), `egress.ts`: the polymorphic fields
+ * - `mounts.ts`, `ports.ts`, `egress.ts`: the polymorphic fields
+ * - `addr.ts`, `target.ts`, `egress_policy.ts`: what those fields mean, without a schema
+ *   (the engine imports these, so it builds none of the schemas)
  * - `_type.ts`: the {@link SandboxSpec} type assembled from the parts
  *
  * @module
