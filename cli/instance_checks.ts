@@ -8,15 +8,18 @@
  */
 
 import {
+  credentialNeeds,
+  needsCaRepair,
   type OwnBuild,
   pemFingerprint,
+  preflight,
   type ProxyHealth,
   proxyHealthUrl,
   readHostConfig,
   readProxyHealth,
   readServedCa,
-} from "../mcp/host/mod.ts";
-import { credentialNeeds, needsCaRepair, preflight, repairGuestCa } from "../mcp/instances/mod.ts";
+  repairGuestCa,
+} from "../mcp/instances/commands.ts";
 import type { Definitions } from "../mcp/templates/load.ts";
 import { type IncusClient, IsbError, VERSION } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";

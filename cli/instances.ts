@@ -7,20 +7,24 @@
  * @module
  */
 
-import { type ProxyHealth, readHostConfig, readStamps, STAMP } from "../mcp/host/mod.ts";
 import {
   branchDefaults,
   branchInstance,
+  claimMember,
   destroyIsxInstance,
   MCP_CALLER_STAMP,
   type NetworkMode,
   newGrant,
+  placeFingerprint,
+  type ProxyHealth,
+  readHostConfig,
+  readStamps,
   reconcileMcpClients,
+  STAMP,
   stampGrant,
   startIsxInstance,
   stopIsxInstance,
-} from "../mcp/instances/mod.ts";
-import { claimMember, placeFingerprint } from "../mcp/pool/mod.ts";
+} from "../mcp/instances/commands.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { NAME_RE } from "../mcp/templates/schema.ts";
 import { parseAccountPairs } from "../proxy/config/accounts.ts";
@@ -30,7 +34,6 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { checkProxy, note, repairCa } from "./instance_checks.ts";
 import { withClient } from "./instances_client.ts";
-import { shellCommand } from "./shell.ts";
 
 function out(line: string): void {
   // deno-lint-ignore no-console
@@ -341,11 +344,10 @@ export const destroyCommand = lifecycle(
   },
 );
 
-/** Every instance command, in help order. */
+/** Every instance command of this module, in help order (`isx shell` is cli/shell.ts's). */
 export const INSTANCE_COMMANDS: readonly Command[] = [
   branchCommand,
   startCommand,
   stopCommand,
   destroyCommand,
-  shellCommand,
 ];
