@@ -58,9 +58,13 @@ async function must(cmd: string, args: string[]): Promise<string> {
 }
 
 /** `isx <args>` through `bin/isx`, as a user runs it from PATH (the launcher's flag cache). */
-async function isxBin(home: IsxHome, args: string[]): Promise<IsxRun> {
+async function isxBin(
+  home: IsxHome,
+  args: string[],
+): Promise<IsxRun & { outMs: number; wallMs: number }> {
   const deno = Deno.execPath().replace(/\/[^/]*$/, "");
-  const out = await new Deno.Command(`${ROOT}/bin/isx`, {
+  const t = performance.now();
+  const child = new Deno.Command(`${ROOT}/bin/isx`, {
     args,
     cwd: home.root,
     env: { ...home.env, PATH: `${deno}:/usr/local/bin:/usr/bin:/bin` },
@@ -68,9 +72,25 @@ async function isxBin(home: IsxHome, args: string[]): Promise<IsxRun> {
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+  // when the output (one line) arrives, apart from when the process is gone
+  let outMs = 0;
+  const chunks: Uint8Array[] = [];
+  const stdout = (async () => {
+    for await (const c of child.stdout) {
+      if (!outMs) outMs = performance.now() - t;
+      chunks.push(c);
+    }
+  })();
+  const [status, err] = await Promise.all([
+    child.status,
+    new Response(child.stderr).text(),
+    stdout,
+  ]);
+  const wallMs = performance.now() - t;
   const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  const out = dec.decode(new Uint8Array(chunks.flatMap((c) => [...c])));
+  return { code: status.code, stdout: out, stderr: err, outMs, wallMs };
 }
 
 /** Polls the instance's state over the socket every 25 ms until it has a global IPv4. */
@@ -213,9 +233,11 @@ async function branchPart(
         const out = JSON.parse(res.stdout);
         keep(cliSteps, out.steps);
         if (typeof out.startup === "number" && typeof out.elapsed === "number") {
+          // Deno's time origin is its runtime's start, after the launcher and Deno's own boot
           keep(cliSteps, {
-            "process: start-up": out.startup,
-            "process: launcher + exit": wall - out.startup - out.elapsed,
+            "process: launcher + Deno boot": res.outMs - out.startup - out.elapsed,
+            "process: start-up (modules, args)": out.startup,
+            "process: exit after the output": res.wallMs - res.outMs,
           });
         }
       },

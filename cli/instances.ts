@@ -12,12 +12,15 @@ import {
   branchInstance,
   claimMember,
   destroyIsxInstance,
+  listAddresses,
   MCP_CALLER_STAMP,
   type NetworkMode,
   newGrant,
   placeFingerprint,
   type ProxyHealth,
+  proxyHealthUrl,
   readHostConfig,
+  readProxyHealth,
   readStamps,
   reconcileMcpClients,
   STAMP,
@@ -125,6 +128,8 @@ Options:
     if (values.network !== undefined && !NETWORKS.includes(values.network)) {
       throw new UsageError(`--network must be one of ${NETWORKS.join(", ")}`);
     }
+    // ms since the process's start (Deno's time origin): start-up, module loading included
+    const startup = performance.now();
     return withClient(ctx, async (client) => {
       // each step's milliseconds, with branchInstance's own (`--json` prints them; the bench)
       const steps: Record<string, number> = {};
@@ -136,6 +141,17 @@ Options:
       };
       const { configDir, cwd, home } = ctx.perm;
       const host = readHostConfig(configDir, home);
+      // started before the definitions load, none depending on them: the proxy's /health,
+      // the template (its CA stamp, its NIC) and the address plan's listing of that NIC's
+      // network (used when the instance's NIC is on it; branchInstance lists again if not)
+      const read = readProxyHealth(proxyHealthUrl(host));
+      const sourceRead = client.getInstance(values.from!).then((t) => t.value, () => undefined);
+      const addresses = sourceRead.then((t) => {
+        const nic = t?.expanded_devices?.eth0 ?? t?.devices.eth0;
+        return nic?.type === "nic" && nic.network ? listAddresses(client, nic.network) : undefined;
+      });
+      addresses.catch(() => {});
+      const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
       const defs = loadDefinitions({
         configDir,
         searchPaths: host.searchPaths,
@@ -144,17 +160,16 @@ Options:
         protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
       });
       const d = branchDefaults(defs, values.from!);
-      const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
       lap("definitions");
-      // the proxy's health and the template (its CA stamp) do not depend on each other
       const [health, source] = await Promise.all([
         checkProxy(ctx, {
           action: `branch "${given ?? "(unnamed)"}" from "${values.from}"`,
           template: values.from!,
           defs,
           skip: values["no-preflight"] === true,
+          read,
         }),
-        client.getInstance(values.from!).then((t) => t.value, () => undefined),
+        sourceRead,
       ]);
       lap("preflight+template");
       const trusted = readStamps(source?.config ?? {})[STAMP.caFingerprint];
@@ -221,6 +236,7 @@ Options:
         },
         // read once (a missing template is reported by branchInstance's own read)
         ...(source ? { source } : {}),
+        addresses,
         // the CA check needs the started instance, not its secret or address
         alongside: async (n) => {
           const t = performance.now();
@@ -228,13 +244,15 @@ Options:
           caMs = Math.round((performance.now() - t) * 10) / 10;
         },
       });
-      // the CA check's own cost, inside secret+ipv4+alongside (overlapped, not added)
+      // the CA check's own cost, inside ipv4 (overlapped, not added)
       Object.assign(steps, r.steps, { "ca check (overlapped)": caMs });
       if (repaired) {
         note(`isx: ${values.from} still trusts its build-time CA: isx build ${values.from}`);
       }
-      if (values.json) out(JSON.stringify({ ...r, steps }));
-      else {
+      const elapsed = Math.round((performance.now() - startup) * 10) / 10;
+      if (values.json) {
+        out(JSON.stringify({ ...r, steps, startup: Math.round(startup * 10) / 10, elapsed }));
+      } else {
         out(
           `${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
             `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,

@@ -27,7 +27,13 @@ import {
   prepareSecretDir,
   secretStamp,
 } from "./secret.ts";
-import { type PinPlan, planPin, repinLeased, startPinned } from "./static_ip.ts";
+import {
+  type AddressListing,
+  type PinPlan,
+  planPin,
+  repinLeased,
+  startPinned,
+} from "./static_ip.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients, type RegistrationReport } from "./mcp_client_reg.ts";
 
@@ -62,6 +68,11 @@ export interface BranchOptions {
    * does.
    */
   alongside?: (name: string) => Promise<unknown>;
+  /**
+   * The address plan's listing, started early by the caller (the CLI: once it read the
+   * template, while its definitions load); used when it is of the NIC's network.
+   */
+  addresses?: Promise<AddressListing | undefined>;
   /** Stamp and deliver an instance secret (default yes; a warm-pool member gets none). */
   secret?: boolean;
 }
@@ -190,7 +201,12 @@ export async function branchInstance(
   let pin: PinPlan | undefined;
   if (network !== "airgap") {
     const base = net.devices.eth0 ?? tpl.expanded_devices?.eth0 ?? tpl.devices.eth0 ?? {};
-    pin = await planPin(client, base, `branch "${opts.name}" from "${opts.template}"`);
+    pin = await planPin(
+      client,
+      base,
+      `branch "${opts.name}" from "${opts.template}"`,
+      opts.addresses,
+    );
     net.devices.eth0 = pin.nic;
     stamps[STAMP.staticIp] = pin.address;
     lap("address");
