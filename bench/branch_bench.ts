@@ -44,6 +44,7 @@ const IMAGE = Deno.env.get("ISX_TEST_IMAGE") || "debian-base";
 const tag = crypto.randomUUID().slice(0, 6);
 const TPL = `t-bench-${tag}`;
 const INCUS = ["--project", LIVE_PROJECT];
+const VERBOSE = Deno.env.get("BRANCH_BENCH_VERBOSE") === "1";
 
 function sh(cmd: string, args: string[]): Promise<Deno.CommandOutput> {
   return new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
@@ -232,6 +233,13 @@ async function branchPart(
         cli.push(wall);
         const out = JSON.parse(res.stdout);
         keep(cliSteps, out.steps);
+        if (VERBOSE) {
+          say(
+            `  cli run: wall ${wall.toFixed(0)}, output at ${
+              res.outMs.toFixed(0)
+            }, startup ${out.startup}, elapsed ${out.elapsed}`,
+          );
+        }
         if (typeof out.startup === "number" && typeof out.elapsed === "number") {
           // Deno's time origin is its runtime's start, after the launcher and Deno's own boot
           keep(cliSteps, {
@@ -242,14 +250,17 @@ async function branchPart(
         }
       },
     ];
+    const names = [b, r, l, c];
     for (let k = 0; k < runs.length; k++) {
+      const j = (k + i) % runs.length;
       // a run the shared daemon stalls is counted and left out, not the end of the benchmark
-      await runs[(k + i) % runs.length]!().catch((e) => {
+      await runs[j]!().catch((e) => {
         failures++;
         say(`a run failed: ${e instanceof Error ? e.message : e}`);
       });
+      // removed at once: the next run does not share the 2 cores with this guest's boot
+      await destroy(client, [names[j]!]);
     }
-    await destroy(client, [b, r, l, c]);
   }
   const cpuShare = (cpuSeconds() - cpu0) / ((performance.now() - t0) / 1000);
   const mc = median(baseCli), mr = median(baseRest);

@@ -4,7 +4,7 @@
  * network devices with the NIC's fixed, filtered address (static_ip.ts), resource limits),
  * so the only calls after it are start, the wait for an address and the secret's delivery.
  * What does not depend on the rest overlaps: agentuser's gid is read from the source while
- * the address is planned and the copy runs; `/run/isx` (no secret in it) is made and the
+ * the copy runs; `/run/isx` (no secret in it) is made and the
  * caller's work alongside (the CLI's CA check) runs while the address is awaited. The secret
  * itself is written only once the guest holds its pinned address (after a repin, if the pin
  * was leased), since the proxy names a caller by that address.
@@ -191,11 +191,6 @@ export async function branchInstance(
     ),
     ...opts.stamps,
   };
-  // agentuser's gid, from the source while the address is planned and the copy runs (the
-  // copy's /etc/group is the source's); unread (a VM, say), the started guest's is read
-  const gid = secret
-    ? agentGid(client, sourceName).catch(() => undefined)
-    : Promise.resolve(undefined);
   const net = await networkDevices(client, network, opts.proxy);
   lap("network");
   let pin: PinPlan | undefined;
@@ -211,6 +206,12 @@ export async function branchInstance(
     stamps[STAMP.staticIp] = pin.address;
     lap("address");
   }
+  // agentuser's gid, from the source while the copy runs (the copy's /etc/group is the
+  // source's; not before: the read's mount would slow the address plan's listing); unread (a
+  // VM, say), the started guest's is read
+  const gid = secret
+    ? agentGid(client, sourceName).catch(() => undefined)
+    : Promise.resolve(undefined);
   try {
     await client.createInstance({
       name: opts.name,
