@@ -14,6 +14,7 @@ import {
   destroyIsxInstance,
   listAddresses,
   MCP_CALLER_STAMP,
+  NAME_RE,
   type NetworkMode,
   newGrant,
   placeFingerprint,
@@ -28,8 +29,6 @@ import {
   startIsxInstance,
   stopIsxInstance,
 } from "../mcp/instances/commands.ts";
-import { loadDefinitions } from "../mcp/templates/load.ts";
-import { NAME_RE } from "../mcp/templates/schema.ts";
 import { parseAccountPairs } from "../proxy/config/accounts.ts";
 import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import type { IncusClient } from "../rpc/base.ts";
@@ -37,6 +36,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { checkProxy, note, repairCa } from "./instance_checks.ts";
 import { withClient } from "./instances_client.ts";
+import { importModule } from "./commands.ts";
 
 function out(line: string): void {
   // deno-lint-ignore no-console
@@ -152,6 +152,11 @@ Options:
       });
       addresses.catch(() => {});
       const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
+      // the schemas (zod) load while those are on their way (a computed specifier, as the
+      // commands: a static import would load them before the first request is sent)
+      const { loadDefinitions } = await importModule<typeof import("../mcp/templates/load.ts")>(
+        "../mcp/templates/load.ts",
+      );
       const defs = loadDefinitions({
         configDir,
         searchPaths: host.searchPaths,

@@ -28,5 +28,6 @@ export {
   readServedCa,
 } from "../host/proxy_check.ts";
 export { proxyHealthUrl, readHostConfig } from "../host/config.ts";
+export { NAME_RE } from "../templates/names.ts";
 export { claimMember } from "../pool/claim.ts";
 export { placeFingerprint } from "../pool/members.ts";
