@@ -189,6 +189,10 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.cwd}/.isx`,
       `${c.stateDir}/ca/ca.crt`,
       `${c.stateDir}/mcp/sessions`, // isx list: which isx mcp holders still run (their locks)
+      // isx branch's definition loader and its schemas, imported once its first requests
+      // are sent (the program's own sources, read-only)
+      `${c.programDir}/mcp/templates`,
+      `${c.programDir}/rpc/vendor`,
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)

@@ -257,8 +257,13 @@ export async function branchInstance(
     // and so does /run/isx (a directory, no secret yet), made once systemd mounted /run
     const dirFrom = performance.now();
     const prepare = () => {
+      // polled every 100 ms, not 20: each poll is incusd work beside the guest's boot, and
+      // the address comes later anyway
       const p = gid.then((known) =>
-        prepareSecretDir(client, opts.name, known === undefined ? {} : { gid: known })
+        prepareSecretDir(client, opts.name, {
+          stepMs: 100,
+          ...(known === undefined ? {} : { gid: known }),
+        })
       ).then((g) => {
         steps["secret dir (overlapped)"] = Math.round((performance.now() - dirFrom) * 10) / 10;
         return g;

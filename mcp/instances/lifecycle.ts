@@ -10,7 +10,7 @@
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
-import { deliverSecret, restampSecret } from "./secret.ts";
+import { agentGid, deliverSecret, prepareSecretDir, restampSecret } from "./secret.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients } from "./mcp_client_reg.ts";
 
@@ -58,12 +58,21 @@ export async function startIsxInstance(
       `start "${name}": it is a template; templates stay stopped (isx branch <name> --from ${name})`,
     );
   }
-  const secret = await restampSecret(client, name);
-  await startLong(client, name, `start ${name}`);
-  const [, ip] = await Promise.all([
-    deliverSecret(client, name, secret),
-    wantIp ? waitForIpv4(client, name) : Promise.resolve(undefined),
+  // agentuser's gid read while the new secret's hash is stamped (the instance is stopped)
+  const [secret, gid] = await Promise.all([
+    restampSecret(client, name),
+    agentGid(client, name).catch(() => undefined),
   ]);
+  await startLong(client, name, `start ${name}`);
+  // /run/isx made while the address is awaited; the secret written once it is up, as a
+  // branch's (mcp/instances/branch.ts)
+  const dir = prepareSecretDir(client, name, {
+    stepMs: 100,
+    ...(gid === undefined ? {} : { gid }),
+  });
+  dir.catch(() => {}); // awaited below
+  const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+  await deliverSecret(client, name, secret, { gid: await dir });
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);
   return { ...(ip ? { ip } : {}), alreadyRunning: false };

@@ -98,17 +98,18 @@ export async function deliverSecret(
 }
 
 /**
- * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run; returns agentuser's
- * gid. A warm-pool member gets it when made, so its claim only writes the file.
+ * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run (polled every
+ * `stepMs`); returns agentuser's gid. A warm-pool member gets it when made, so its claim
+ * only writes the file.
  */
 export async function prepareSecretDir(
   client: IncusClient,
   name: string,
-  o: { gid?: number } = {},
+  o: { gid?: number; stepMs?: number } = {},
 ): Promise<number> {
   const [gid] = await Promise.all([
     o.gid ?? agentGid(client, name),
-    waitForRun(client, name),
+    waitForRun(client, name, o.stepMs === undefined ? {} : { stepMs: o.stepMs }),
   ]);
   const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
   try {
