@@ -335,13 +335,16 @@ export const startCommand = lifecycle(
   async (c, n, { force, ctx, health, mcpClient }) => {
     // only the person grants it; kept across starts (the session is the instance)
     if (mcpClient) await stampGrant(c, n);
-    const r = await startIsxInstance(c, n, { force });
+    // the CA check alongside the address wait, from the stamp read before the start
+    const r = await startIsxInstance(c, n, {
+      force,
+      alongside: (inst) =>
+        repairCa(ctx, c, n, health, readStamps(inst.config)[STAMP.caFingerprint]),
+    });
     // a running instance made a coordinator now: its agents learn the endpoint at once
     if (mcpClient && r.alreadyRunning) {
       note(`isx: coordinator agents: ${registrationText(await reconcileMcpClients(c, n, true))}`);
     }
-    const config = (await c.getInstance(n)).value.config;
-    await repairCa(ctx, c, n, health, readStamps(config)[STAMP.caFingerprint]);
     return `${n}: ${r.alreadyRunning ? "already running" : "started"}${r.ip ? ` at ${r.ip}` : ""}`;
   },
   true,

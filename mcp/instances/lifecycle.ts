@@ -37,6 +37,12 @@ export interface StartOptions {
   force?: boolean;
   /** Wait for an IPv4 address (default: yes unless the instance is airgapped). */
   waitForAddress?: boolean;
+  /**
+   * Work on the started instance that needs neither its secret nor its address (the CLI's CA
+   * check), given the instance as read before the start: run while the address is awaited
+   * (on a running instance, at once).
+   */
+  alongside?: (inst: Instance) => Promise<unknown>;
 }
 
 /** Starts an instance with a fresh secret; returns its address when waited for. */
@@ -49,7 +55,10 @@ export async function startIsxInstance(
   const stamps = readStamps(inst.config);
   const wantIp = opts.waitForAddress ?? stamps[STAMP.network] !== "airgap";
   if (inst.status === "Running") {
-    const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+    const [ip] = await Promise.all([
+      wantIp ? waitForIpv4(client, name) : undefined,
+      opts.alongside?.(inst),
+    ]);
     return { ...(ip ? { ip } : {}), alreadyRunning: true };
   }
   if (stamps[STAMP.type] === "base") {
@@ -71,8 +80,11 @@ export async function startIsxInstance(
     ...(gid === undefined ? {} : { gid }),
   });
   dir.catch(() => {}); // awaited below
+  const along = opts.alongside?.(inst);
+  along?.catch(() => {}); // awaited below
   const ip = wantIp ? await waitForIpv4(client, name) : undefined;
   await deliverSecret(client, name, secret, { gid: await dir });
+  await along;
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);
   return { ...(ip ? { ip } : {}), alreadyRunning: false };
