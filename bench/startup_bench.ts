@@ -15,11 +15,17 @@
  * on all of them alike. Beside each wall time is the CPU time the process had used by its answer
  * (its threads' `schedstat`), which a loaded host changes much less.
  *
+ * The launchers run the pre-built program (`scripts/prebuild.ts`) when it is fresh, as a user's
+ * would; which one each checkout runs is printed first. `--sources` runs every command of this
+ * checkout a second time with `ISX_PREBUILT=0` (main.ts and its graph), alternated, so the
+ * pre-built program's gain is read off one run. `isb rpc (→ sandbox.list)` is real work: the
+ * engine loaded, the Incus client made, one call answered.
+ *
  * `--against DIR` runs every command of another checkout too (e.g. `git worktree add` of the
  * commit before a change), alternated with this one's, and prints its figures beside.
  *
  * `deno run -A bench/startup_bench.ts [--runs N (default 15)] [--only NAME,…] [--against DIR]
- * [--template tpl-minimal]`
+ * [--template tpl-minimal] [--sources]`
  *
  * @module
  */
@@ -34,6 +40,7 @@ const { values } = parseArgs({
     only: { type: "string" },
     against: { type: "string" },
     template: { type: "string", default: "tpl-minimal" },
+    sources: { type: "boolean", default: false },
   },
 });
 const RUNS = Number(values.runs);
@@ -89,13 +96,20 @@ const answered = (id: number) => (o: string) =>
 
 const line = (out: string) => out.includes("\n");
 /** The commands of one checkout, named with `tag` when it is not this one. */
-function casesOf(root: string, tag: string): Case[] {
+function casesOf(root: string, tag: string, sources = false): Case[] {
   const cases: Case[] = [
     { name: `isb rpc (hello)${tag}`, cmd: [`${root}/bin/isb`, "rpc"], done: line },
     {
       name: `isb rpc (version)${tag}`,
       cmd: [`${root}/bin/isb`, "rpc"],
       input: '{"id":1,"method":"version"}\n',
+      done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
+    },
+    {
+      // real work: the engine, the Incus client and one call (what `isx list` lists, read only)
+      name: `isb rpc (→ sandbox.list)${tag}`,
+      cmd: [`${root}/bin/isb`, "rpc"],
+      input: '{"id":1,"method":"sandbox.list","params":{}}\n',
       done: (o: string) => o.split("\n").some((l) => l.startsWith('{"id":1,')),
     },
     {
@@ -118,12 +132,14 @@ function casesOf(root: string, tag: string): Case[] {
     { name: `isx --help${tag}`, cmd: [`${root}/bin/isx`, "--help"], done: line },
     { name: `isx list${tag}`, cmd: [`${root}/bin/isx`, "list"], done: () => false },
   ];
-  return cases.map((c) => ({ ...c, cwd: root }));
+  const env = (c: Case) => sources ? { ...c.env, ISX_PREBUILT: "0" } : c.env;
+  return cases.map((c) => ({ ...c, cwd: root, ...(env(c) ? { env: env(c) } : {}) }));
 }
 const AGAINST = values.against?.replace(/\/$/, "");
 const CASES: Case[] = [
   { name: "deno run (one line)", cmd: [DENO, "run", ONE_LINE], done: line },
   ...casesOf(ROOT, ""),
+  ...(values.sources ? casesOf(ROOT, " [sources]", true) : []),
   ...(AGAINST ? casesOf(AGAINST, ` [${AGAINST.split("/").pop()}]`) : []),
 ].filter((c) => !values.only || values.only.split(",").some((o) => c.name.startsWith(o)));
 
@@ -225,6 +241,16 @@ await Deno.remove(HOME, { recursive: true });
 const base = median(times.get("deno run (one line)") ?? []);
 const baseCpu = median(cpus.get("deno run (one line)") ?? []);
 const load = Deno.loadavg().map((x) => x.toFixed(1)).join(" ");
+for (const root of [ROOT, ...(AGAINST ? [AGAINST] : [])]) {
+  const o = await new Deno.Command(`${root}/bin/isb`, {
+    args: ["rpc"],
+    cwd: root,
+    env: { ISX_LAUNCH_PRINT: "entry" },
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  console.log(`${root}: the launchers run ${new TextDecoder().decode(o.stdout).trim() || "?"}`);
+}
 console.log(`startup, ${RUNS} alternated runs each, spawn → answer (median; load ${load}):`);
 for (const c of CASES) {
   const m = median(times.get(c.name)!);

@@ -191,11 +191,48 @@ if [[ "$prog" == isx ]]; then
   fi
 fi
 
+# The program: its pre-built form (scripts/prebuild.ts: a code-split bundle under
+# $root/.prebuilt/<version>/, named by .prebuilt/current) while no file its `inputs` lists and
+# not deno itself is newer than that list, else main.ts. Both files must be this user's. When
+# it is missing or stale and the checkout is this user's, a build starts in the background
+# (one at a time; it makes the next start fast, not this one). ISX_PREBUILT=0 runs the sources
+# and builds nothing.
+entry="$root/main.ts"
+prebuilt_stale=0
+if [[ "${ISX_PREBUILT:-1}" != 0 ]]; then
+  pre="$root/.prebuilt"
+  ver=""
+  if [[ -f "$pre/current" && -O "$pre/current" ]]; then read -r ver <"$pre/current" || ver=""; fi
+  prebuilt_stale=1
+  if [[ "$ver" =~ ^v[0-9]+-[0-9]+$ && -f "$pre/$ver/inputs" && -O "$pre/$ver/inputs" &&
+    -f "$pre/$ver/cli/prebuilt_main.js" && ! "$deno" -nt "$pre/$ver/inputs" ]]; then
+    mapfile -t inputs <"$pre/$ver/inputs"
+    prebuilt_stale=0
+    for f in "${inputs[@]}"; do
+      if [[ "$root/$f" -nt "$pre/$ver/inputs" ]]; then
+        prebuilt_stale=1
+        break
+      fi
+    done
+    if ((!prebuilt_stale)); then entry="$pre/$ver/cli/prebuilt_main.js"; fi
+  fi
+fi
+if [[ "${ISX_LAUNCH_PRINT:-}" == entry ]]; then
+  printf '%s\n' "$entry"
+  exit 0
+fi
+
 if [[ "${ISX_LAUNCH_PRINT:-}" == 1 ]]; then
   printf '%s\n' "${launch_flags[@]}"
   if [[ "$prog" == isx ]]; then printf '# ISX_GIT_SHA=%s\n' "$ISX_GIT_SHA"; fi
   if ((${#v8_flags[@]})); then printf '# %s\n' "${v8_flags[@]}"; fi
   exit 0
 fi
+if ((prebuilt_stale)) && [[ -O "$root" && -w "$root" ]]; then
+  # detached, quiet, and with nothing of ours open: it outlives this start, never its output
+  (ISX_PROG= setsid "$deno" run --quiet --no-prompt --cached-only --allow-read \
+    --allow-write="$root/.prebuilt" --allow-run="$deno" --allow-env --config "$root/deno.json" \
+    "$root/scripts/prebuild.ts" --if-stale --background --quiet </dev/null >/dev/null 2>&1 &)
+fi
 ISX_PROG="$prog" exec "$deno" run --quiet --cached-only --config "$root/deno.json" \
-  "${v8_flags[@]}" "${launch_flags[@]}" "$root/main.ts" "$@"
+  "${v8_flags[@]}" "${launch_flags[@]}" "$entry" "$@"

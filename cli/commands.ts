@@ -16,6 +16,7 @@
  * @module
  */
 
+import { moduleUrl } from "../rpc/prebuilt.ts";
 import type { Command, Prog } from "./command.ts";
 
 /** One row of the table: enough for the main help, and the loader of the command itself. */
@@ -54,8 +55,12 @@ export const LAZY_MODULES: readonly string[] = [
 
 /** Imports a module of `cli/` by a computed specifier (see above), or takes the registered one. */
 export async function importModule<T>(module: string): Promise<T> {
-  const url = new URL(`./${module}`, import.meta.url).href;
-  return (REGISTERED.get(module) ?? await import(url)) as T;
+  const registered = REGISTERED.get(module);
+  if (registered) return registered as T;
+  const source = new URL(`./${module}`, import.meta.url).href;
+  // its path from the root (`../rpc/mod.ts` is `rpc/mod.ts`), for the pre-built program
+  const path = new URL(`cli/${module}`, "file:///").pathname.slice(1);
+  return await import(moduleUrl(path, source)) as T;
 }
 
 function row(

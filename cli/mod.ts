@@ -15,6 +15,7 @@
 
 import { type IsbCode, IsbError } from "../rpc/errors.ts";
 import { isLogLevel, setLogLevel } from "../rpc/log.ts";
+import { programRoot } from "../rpc/prebuilt.ts";
 import { VERSION } from "../rpc/version.ts";
 import { splitGlobal, UsageError } from "./args.ts";
 import type { Command, Prog } from "./command.ts";
@@ -128,7 +129,7 @@ export async function runCli(argv: string[]): Promise<number> {
   const perm = contextFrom(envGet, {
     cwd: Deno.cwd(),
     uid: Deno.uid() ?? 0,
-    programDir: new URL("..", import.meta.url).pathname.replace(/\/$/, ""),
+    programDir: programRoot(new URL("..", import.meta.url).href),
     execPath: Deno.execPath(),
     socket: global.socket,
     remote: global.remote !== undefined,

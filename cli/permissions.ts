@@ -73,6 +73,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       "/etc/subuid",
       "/etc/subgid",
       `${c.programDir}/rpc`, // the library and the method table, imported after the hello
+      `${c.programDir}/.prebuilt`, // the same, pre-built (rpc/prebuilt.ts)
     ],
     write: [c.socket, c.isbStateDir, c.lockDir],
     net: true,
@@ -216,7 +217,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.stateDir}/proxy/task-report.token`,
       `${c.programDir}/guest`, // the agent runners it pushes into instances for delegate
       // its own sources: the session half (cli/mcp_backend.ts) loads after the handshake
-      ...["cli", "mcp", "rpc", "proxy"].map((d) => `${c.programDir}/${d}`),
+      ...["cli", "mcp", "rpc", "proxy", ".prebuilt"].map((d) => `${c.programDir}/${d}`),
     ],
     write: [c.socket, `${c.stateDir}/mcp`],
     net: true, // the Incus socket (see init) and the proxy's health port on loopback

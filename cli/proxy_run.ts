@@ -3,7 +3,7 @@
  * with. This is the module graph of the long-running proxy process, so it imports the proxy
  * and rpc's leaf modules, never `mcp/mod.ts` or `rpc/mod.ts`: what a process imports stays
  * resident (issue 11). The one narrow entry of the MCP layer it needs (mcp/tool_rules.ts,
- * which reads tools with js-yaml and zod, ~15 MiB resident) is imported only when a tool
+ * which checks tools with zod, ~11 MiB resident) is imported only when a tool
  * can exist: YAML files in the user's `tools/`, or search paths in config.yaml.
  *
  * @module

@@ -29,6 +29,8 @@ Deno.test("mayHaveTools: only tool YAML in tools/ or search paths in config.yaml
     await Deno.writeTextFile(`${cfg}/config.yaml`, `templates:\n  searchPaths: [${search}]\n`);
     assert.equal(mayHaveTools(cfg), true);
     await Deno.writeTextFile(`${cfg}/config.yaml`, "templates: &t\n  searchPaths: []\n");
+    assert.equal(mayHaveTools(cfg), false); // an anchor is YAML like any other (js-yaml)
+    await Deno.writeTextFile(`${cfg}/config.yaml`, "templates: {searchPaths: [x\n");
     assert.equal(mayHaveTools(cfg), true); // not readable here: the full reader says why
     await Deno.writeTextFile(`${cfg}/config.yaml`, "");
     await Deno.writeTextFile(`${cfg}/tools/svc.yml`, TOOL);

@@ -49,12 +49,24 @@ export const GUEST_SCRIPTS = ["task_runner.ts"] as const;
 /** Where runners keep task directories inside an instance. */
 export const GUEST_TASKS_ROOT = "/var/lib/isx/tasks";
 
+/**
+ * This directory: beside this module, or, when the program runs pre-built (a bundle, whose
+ * chunks are elsewhere), `guest/` under the root its entry recorded (`rpc/prebuilt.ts`,
+ * read here by its global's name: guest/ imports nothing outside guest/).
+ */
+function guestDir(): string {
+  const pre = (globalThis as Record<symbol, { root: string } | undefined>)[
+    Symbol.for("isx.prebuilt")
+  ];
+  return pre ? decodeURIComponent(new URL("guest", pre.root).pathname) : import.meta.dirname!;
+}
+
 /** Reads a runner script's source (to push it into an instance). */
 export function readGuestScript(name: typeof GUEST_SCRIPTS[number]): Promise<string> {
-  return Deno.readTextFile(`${import.meta.dirname}/${name}`);
+  return Deno.readTextFile(`${guestDir()}/${name}`);
 }
 
 /** Reads one agent runner file's source (to push into an instance, to the same name). */
 export function readAgentRunnerFile(name: AgentRunnerFile): Promise<string> {
-  return Deno.readTextFile(`${import.meta.dirname}/${name}`);
+  return Deno.readTextFile(`${guestDir()}/${name}`);
 }

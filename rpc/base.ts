@@ -1,6 +1,7 @@
 /**
  * The library without the sandbox engine: errors, logging, the version, durations, JSON
- * lines, PEM/x509 helpers, the config YAML reader and the Incus client. `proxy/` imports this instead of `mod.ts`,
+ * lines, PEM/x509 helpers, the config YAML reader and the Incus client with the `incus` CLI's
+ * remotes (config.yml, read with the YAML reader). `proxy/` imports this instead of `mod.ts`,
  * because the engine (compose, zod schemas, planning) would add ~25 MiB to the resident
  * memory of a process that never creates a sandbox (issue 11: the proxy's footprint).
  *
@@ -18,6 +19,17 @@ export * from "./clock.ts";
 export * from "./link_race.ts";
 export * from "./sha256.ts";
 export { parseYaml } from "./yaml.ts";
+export {
+  checkRemote,
+  type IncusEndpoint,
+  type IncusRemote,
+  normalizeUrl,
+  parseRemotes,
+  type ReadText,
+  type RemoteProbe,
+  resolveRemote,
+  type ResolveRemoteOptions,
+} from "./incus/remote.ts";
 export {
   checkHostPath,
   type HostPathContext,

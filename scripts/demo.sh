@@ -13,6 +13,7 @@ unset RUST_BACKTRACE
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1
 deno=$(bash "$root/scripts/install-deno.sh")
 export PATH="$(dirname "$deno"):$PATH"
+bash "$root/scripts/prebuild.sh" "$deno" # the pre-built program every start loads (docs/decisions.md)
 if [ "$(id -u)" = 0 ]; then
   INCUS_SMOKE_TEST=0 bash "$root/scripts/host-setup.sh"
 fi

@@ -15,6 +15,7 @@ fail() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 deno=$(bash scripts/install-deno.sh) || fail "installing deno failed"
 export PATH="$(dirname "$deno"):$PATH"
+bash scripts/prebuild.sh "$deno" # the pre-built program every start loads (docs/decisions.md)
 if [ "$(id -u)" = 0 ]; then
   bash scripts/host-setup.sh || fail "host setup failed (Incus); see the lines above"
   # Incus is set up now: a live test that finds it down fails instead of skipping

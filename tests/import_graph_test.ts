@@ -97,6 +97,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/version.ts",
       "rpc/duration.ts",
       "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
+      "rpc/prebuilt.ts", // a leaf: where the program's own modules are (sources or pre-built)
     ].includes(to);
   }
   if (a === "mcp") {
@@ -192,8 +193,6 @@ const PURE = [
   "rpc/jsonl.ts",
   "rpc/duration.ts",
   "rpc/yaml.ts",
-  "rpc/_yaml_scalar.ts",
-  "rpc/_yaml_flow.ts",
   "rpc/incus/envelope.ts",
   "rpc/sandbox/resolve/resolve.ts",
   "rpc/host_paths.ts",

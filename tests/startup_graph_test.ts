@@ -113,14 +113,17 @@ Deno.test("isb rpc reads neither the library nor the method table before its hel
 Deno.test("isb rpc evaluates for its first answer no Node module and no YAML reader", async () => {
   // what the library and the method table import statically is evaluated before the first
   // request is answered (a dynamic import is only read): the compose operations (js-yaml,
-  // node:path) wait for the first compose.* call; hashes, base64 and paths are Deno's own
+  // node:path) wait for the first compose.* call, the incus CLI's remotes (config.yml, read
+  // with js-yaml, ~3 ms) are rpc/base.ts's, not rpc/mod.ts's; hashes, base64 and paths are
+  // Deno's own
   const got = [
     ...staticOf(await graphOf("rpc/mod.ts"), "rpc/mod.ts"),
     ...staticOf(await graphOf("rpc/server/methods/mod.ts"), "rpc/server/methods/mod.ts"),
   ];
   assert.deepEqual(under(got, "node:", "npm:/js-yaml", "npm:/@peculiar"), []);
+  assert.deepEqual(under(got, "rpc/vendor/js_yaml.js", "rpc/yaml.ts", "rpc/incus/remote.ts"), []);
   assert.deepEqual(under(got, "rpc/sandbox/compose/ops.ts", "rpc/sandbox/compose/load.ts"), []);
-  assert.deepEqual(under(got, "npm:"), []); // zod is the one bundled module (scripts/vendor_zod.ts)
+  assert.deepEqual(under(got, "npm:"), []); // zod and js-yaml are bundled modules (scripts/vendor.ts)
   assert.ok(got.includes("rpc/vendor/zod.js"), got.join(" ")); // read right
 });
 
@@ -200,13 +203,15 @@ Deno.test("isx proxy run keeps resident neither the sandbox engine nor the MCP l
   assert.deepEqual(under(got, "mcp/server/", "mcp/instances/", "mcp/tools/", "mcp/tasks/"), []);
   assert.deepEqual(under(got, "cli/proxy_status.ts", "cli/proxy_account.ts"), []);
   assert.deepEqual(under(got, "npm:/@modelcontextprotocol", "npm:/ajv"), []);
-  // zod (~11 MiB resident) and js-yaml with the Node layer (~4 MiB): the proxy reads its
-  // config with rpc/yaml.ts and proxy/config/shape.ts; the tools reader (mcp/tool_rules.ts, which
-  // has both) is a dynamic import, made only when a tool can exist (cli/proxy_run.ts)
-  assert.deepEqual(under(got, "npm:", "rpc/vendor/"), []);
+  // zod (~11 MiB resident): the proxy checks its config's shape with proxy/config/shape.ts;
+  // the tools reader (mcp/tool_rules.ts, which has zod) is a dynamic import, made only when a
+  // tool can exist (cli/proxy_run.ts). YAML is js-yaml's, pre-built (rpc/vendor/js_yaml.js,
+  // < 1 MiB resident), through rpc/yaml.ts; no npm package is resolved at all
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/zod.js"), []);
   assert.deepEqual(under(got, "mcp/"), []);
   // the graph is read right: the proxy and its config readers are there
   assert.ok(got.includes("proxy/mod.ts") && got.includes("rpc/yaml.ts"), got.join(" "));
+  assert.ok(got.includes("rpc/vendor/js_yaml.js"), got.join(" "));
   assert.ok(
     got.includes("proxy/config/credentials.ts") && got.includes("proxy/config/host_config.ts"),
   );
@@ -262,8 +267,9 @@ Deno.test("isx list loads neither the proxy server, the template builder nor the
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/templates/mod.ts", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/templates/program.ts", "mcp/templates/run_steps.ts"), []);
   assert.deepEqual(under(got, "mcp/server/", "mcp/session/", "mcp/tools/", "mcp/tasks/"), []);
-  // no npm package at all: /health is checked by hand, config.yaml read by rpc/yaml.ts
-  assert.deepEqual(under(got, "npm:", "rpc/vendor/", "node:crypto"), []);
+  // no npm package and no zod: /health is checked by hand, config.yaml read by rpc/yaml.ts
+  // (js-yaml, pre-built)
+  assert.deepEqual(under(got, "npm:", "rpc/vendor/zod.js", "node:crypto"), []);
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts", "mcp/templates/", "proxy/"), []);
   assert.deepEqual(under(got, "mcp/instances/branch.ts", "mcp/instances/preflight.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right

@@ -30,10 +30,22 @@ Deno.test("missingNamespaces names only the namespaces without an account", () =
 });
 
 Deno.test("parseCredentials still refuses broken YAML without quoting a value", () => {
-  throws(
-    () => parseCredentials("anthropic:\n  accounts: { me: { api_key: sk-ant-SECRET\n"),
-    (e: unknown) => e instanceof IsbError && e.code === "parse" && !e.message.includes("SECRET"),
-  );
+  for (
+    const text of [
+      "anthropic:\n  accounts: { me: { api_key: sk-ant-SECRET\n",
+      // an unquoted value YAML reads as a tag or an alias: js-yaml's reason names it
+      "anthropic:\n  accounts:\n    me: { api_key: !sk-ant-SECRET }\n",
+      "anthropic:\n  accounts:\n    me: { api_key: *sk-ant-SECRET }\n",
+      "anthropic:\n  accounts:\n    me: { api_key: a }\n    me: { api_key: sk-ant-SECRET }\n",
+    ]
+  ) {
+    throws(() => parseCredentials(text), (e: unknown) => {
+      ok(e instanceof IsbError && e.code === "parse", String(e));
+      ok(/^read credentials: invalid YAML: line \d+: /.test(e.message), e.message);
+      ok(!e.message.includes("SECRET") && !e.message.includes("\n"), e.message);
+      return true;
+    }, text);
+  }
 });
 
 Deno.test("parseCredentials refuses a wrong shape by field, never quoting a value", () => {

@@ -2,8 +2,8 @@
  * The `proxy:` block of `config.yaml` with its defaults: where the proxy listens, which
  * bridges it serves, which extra domains it intercepts, its limits. Every `isx proxy`
  * subcommand and `isx build`/`isx branch` read it through {@link loadProxyConfig}, so they
- * agree. A comment-only file means the defaults. Read with the proxy's own YAML reader and
- * checks (rpc/yaml.ts, shape.ts), not js-yaml and zod, which would stay resident in the proxy.
+ * agree. A comment-only file means the defaults. Read with rpc/yaml.ts (js-yaml, pre-built)
+ * and checked with shape.ts, not zod, which would stay resident in the proxy.
  *
  * ```yaml
  * proxy:

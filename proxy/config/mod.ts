@@ -2,7 +2,8 @@
  * What the proxy is told and decides from it: the credentials file (`credentials.ts`, its shape
  * in `_credentials_shape.ts`, mode 0600, every value a {@link Secret} at once, `secret.ts`: it
  * prints as its length only), the `proxy:` block of config.yaml (`host_config.ts`), both read
- * without zod or js-yaml (`shape.ts`, rpc/yaml.ts: the proxy runs for days), and the pure
+ * with js-yaml (pre-built, through rpc/yaml.ts) and checked without zod (`shape.ts`: the proxy
+ * runs for days, and zod would stay resident), and the pure
  * policy built from them: which hosts are intercepted and which credential goes where
  * (`policy.ts`, with `_hosts.ts` and `_grants.ts`), which account a caller uses
  * (`accounts.ts`), header rules for other domains (`_rules.ts`), Vertex AI hosts, request

@@ -15,7 +15,9 @@
  * short module per resource group holds 10–20-line functions that take an {@link IncusConn}.
  * The client object (`client.ts`) only binds them to a connection. No function takes a project:
  * `withProject(p)` returns a scoped copy. Every mutation's options require a `step`
- * ("create instance web"), so a stall or failure reads as what was being done.
+ * ("create instance web"), so a stall or failure reads as what was being done. The remotes of
+ * the `incus` client's config.yml (`remote.ts`) are exported by `rpc/base.ts`, not here: reading
+ * them takes the YAML reader, which `isb rpc` has no use for before its first answer.
  *
  * @module
  */
@@ -37,17 +39,6 @@ export { operationId, type WaitOptions } from "./operations.ts";
 export type { MutationOptions } from "./_mutate.ts";
 export { ISB_CODES, type IsbCode, type IsbData, IsbError } from "../errors.ts";
 export { toPut } from "./instances.ts";
-export {
-  checkRemote,
-  type IncusEndpoint,
-  type IncusRemote,
-  normalizeUrl,
-  parseRemotes,
-  type ReadText,
-  type RemoteProbe,
-  resolveRemote,
-  type ResolveRemoteOptions,
-} from "./remote.ts";
 export type { CreateOptions, StopOptions } from "./instances.ts";
 export type { FileContent, PushOptions } from "./files.ts";
 export type { VolumesPost } from "./storage.ts";

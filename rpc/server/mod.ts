@@ -30,6 +30,7 @@
 
 import { IsbError } from "../errors.ts";
 import { encodeLine, lines } from "../jsonl.ts";
+import { moduleUrl } from "../prebuilt.ts";
 import { log } from "../log.ts";
 import { execKey, ExecRegistry, type ExecSlot } from "../sandbox/exec/registry.ts";
 import { PROTOCOL, VERSION } from "../version.ts";
@@ -56,7 +57,9 @@ export function registerMethods(methods: MethodTable): void {
  * `scripts/compile.ts` embeds the module; a bundle registers it ({@link registerMethods}).
  */
 export async function loadMethods(): Promise<MethodTable> {
-  return registered ?? (await import(new URL("./methods/mod.ts", import.meta.url).href)).METHODS;
+  if (registered) return registered;
+  const source = new URL("./methods/mod.ts", import.meta.url).href;
+  return (await import(moduleUrl("rpc/server/methods/mod.ts", source))).METHODS;
 }
 
 /** The hello line's object, which `version` answers too. */

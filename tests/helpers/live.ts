@@ -11,7 +11,7 @@ import {
   type IncusClient,
   type IncusClientOptions,
   resolveRemote,
-} from "../../rpc/mod.ts";
+} from "../../rpc/base.ts";
 import { ciRequiresIncus, liveGate } from "./live_gate.ts";
 import {
   createLab,

@@ -1,10 +1,10 @@
 /**
- * `rpc/vendor/zod.js` is what scripts/vendor_zod.ts makes from the pinned zod: a zod upgrade
- * (or a hand edit of the bundle) that forgets to run the script fails here, not at a user's.
+ * `rpc/vendor/*.js` are what scripts/vendor.ts makes from the pinned packages: an upgrade (or a
+ * hand edit of a bundle) that forgets to run the script fails here, not at a user's.
  */
 import assert from "node:assert/strict";
 
-Deno.test("rpc/vendor/zod.js, zod.d.ts and zod.LICENSE are what scripts/vendor_zod.ts makes", async () => {
+Deno.test("rpc/vendor/ holds what scripts/vendor.ts makes (zod and js-yaml: bundle, types, licence)", async () => {
   const root = new URL("..", import.meta.url).pathname;
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
@@ -13,7 +13,7 @@ Deno.test("rpc/vendor/zod.js, zod.d.ts and zod.LICENSE are what scripts/vendor_z
       "--allow-write=/tmp",
       "--allow-env",
       "--allow-run",
-      "scripts/vendor_zod.ts",
+      "scripts/vendor.ts",
       "--check",
     ],
     cwd: root,
@@ -33,4 +33,16 @@ Deno.test("the bundled zod parses and reports as zod does", async () => {
     "invalid_type",
     "unrecognized_keys",
   ]);
+});
+
+Deno.test("the bundled js-yaml reads and refuses as js-yaml does", async () => {
+  const { CORE_SCHEMA, load, loadAll, mergeTag, YAMLException } = await import(
+    "../rpc/vendor/js_yaml.js"
+  );
+  assert.deepEqual(load("a: [1, x]\nb: {c: null}"), { a: [1, "x"], b: { c: null } });
+  const merged = loadAll("x: &d {a: 1}\ny: {<<: *d, b: 2}", {
+    schema: CORE_SCHEMA.withTags(mergeTag),
+  });
+  assert.deepEqual(merged, [{ x: { a: 1 }, y: { a: 1, b: 2 } }]);
+  assert.throws(() => load("a: 1\na: 2"), YAMLException);
 });
