@@ -194,6 +194,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       // are sent (the program's own sources, read-only)
       `${c.programDir}/mcp/templates`,
       `${c.programDir}/rpc/vendor`,
+      `${c.programDir}/.prebuilt`, // the same, pre-built (rpc/prebuilt.ts)
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)

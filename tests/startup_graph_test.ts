@@ -281,10 +281,10 @@ Deno.test("isx branch|start|stop|destroy load neither the MCP server, its sessio
   assert.deepEqual(under(got, "mcp/mod.ts", "mcp/server/", "mcp/session/", "mcp/tools/"), []);
   assert.deepEqual(under(got, "mcp/tasks/", "mcp/delegate/", "mcp/templates/build.ts"), []);
   assert.deepEqual(under(got, "mcp/instances/shell.ts", "mcp/pool/keeper.ts", "guest/"), []);
-  // nor the schemas (zod) and YAML reader of the definitions: branch imports them once its
+  // nor the schemas (zod) and the loader of the definitions: branch imports them once its
   // first requests are sent (cli/commands.ts LAZY_MODULES)
   assert.deepEqual(
-    under(got, "rpc/vendor/", "mcp/templates/schema.ts", "mcp/templates/load.ts"),
+    under(got, "rpc/vendor/zod.js", "mcp/templates/schema.ts", "mcp/templates/load.ts"),
     [],
   );
   assert.deepEqual(under(got, "npm:"), []);
