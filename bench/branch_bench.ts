@@ -45,6 +45,10 @@ const tag = crypto.randomUUID().slice(0, 6);
 const TPL = `t-bench-${tag}`;
 const INCUS = ["--project", LIVE_PROJECT];
 const VERBOSE = Deno.env.get("BRANCH_BENCH_VERBOSE") === "1";
+// BRANCH_BENCH_NO_PROXY=1: no proxy in the home (the CLI runs --no-preflight), to tell what the
+// running proxy's reaction to a new pinned instance (its registry, the bridge guard) costs
+const NO_PROXY = Deno.env.get("BRANCH_BENCH_NO_PROXY") === "1";
+const BRANCH_FLAGS = NO_PROXY ? ["--json", "--no-preflight"] : ["--json"];
 
 function sh(cmd: string, args: string[]): Promise<Deno.CommandOutput> {
   return new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
@@ -202,7 +206,7 @@ async function branchPart(
   {
     const w = `${TPL}-warm`;
     made.push(w);
-    const res = await isxBin(home, ["branch", w, "--from", TPL, "--json"]);
+    const res = await isxBin(home, ["branch", w, "--from", TPL, ...BRANCH_FLAGS]);
     if (res.code !== 0) throw new Error(`warm-up isx branch: ${res.stderr}`);
     await destroy(client, [w]);
   }
@@ -227,7 +231,7 @@ async function branchPart(
       },
       async () => {
         const t = performance.now();
-        const res = await isxBin(home, ["branch", c, "--from", TPL, "--json"]);
+        const res = await isxBin(home, ["branch", c, "--from", TPL, ...BRANCH_FLAGS]);
         const wall = performance.now() - t;
         if (res.code !== 0) throw new Error(res.stderr);
         cli.push(wall);
@@ -326,9 +330,11 @@ if (import.meta.main) {
     const init = await home.isx(["init", "--yes"]);
     if (init.code !== 0) throw new Error(init.stderr);
     const ports = labConfig(home);
-    const up = await home.isx(["proxy", "start"]);
-    if (up.code !== 0) throw new Error(`isx proxy start: ${up.stdout}${up.stderr}`);
-    proxyUp = true;
+    if (!NO_PROXY) {
+      const up = await home.isx(["proxy", "start"]);
+      if (up.code !== 0) throw new Error(`isx proxy start: ${up.stdout}${up.stderr}`);
+      proxyUp = true;
+    }
     if (PART !== "branch") {
       home.define("templates", TPL, `image: ${IMAGE}\npackages: [jq, make]\ntools: [node]\n`);
       const coldMs = await timedBuild(home, [TPL]);

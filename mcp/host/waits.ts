@@ -85,15 +85,11 @@ export async function waitForIpv4(
   }
 }
 
-/**
- * Waits until systemd has mounted /run (files written earlier would be hidden under it).
- * Each poll is a files-API read (~15 ms of incusd on a 2-core host): a caller with time to
- * spare (a branch, whose address takes longer) polls less often with `stepMs`.
- */
+/** Waits until systemd has mounted /run (files written earlier would be hidden under it). */
 export async function waitForRun(
   client: IncusClient,
   name: string,
-  opts: { deadlineMs?: number; stepMs?: number } = {},
+  opts: { deadlineMs?: number } = {},
 ): Promise<void> {
   const limit = opts.deadlineMs ?? 30_000;
   const until = Date.now() + limit;
@@ -110,7 +106,7 @@ export async function waitForRun(
         `wait for systemd in "${name}": /run is not mounted after ${limit} ms`,
       );
     }
-    await sleep(opts.stepMs ?? 20);
+    await sleep(20);
   }
 }
 

@@ -4,10 +4,10 @@
  * network devices with the NIC's fixed, filtered address (static_ip.ts), resource limits),
  * so the only calls after it are start, the wait for an address and the secret's delivery.
  * What does not depend on the rest overlaps: agentuser's gid is read from the source while
- * the copy runs; `/run/isx` (no secret in it) is made and the
- * caller's work alongside (the CLI's CA check) runs while the address is awaited. The secret
- * itself is written only once the guest holds its pinned address (after a repin, if the pin
- * was leased), since the proxy names a caller by that address.
+ * the copy runs, and the caller's work alongside (the CLI's CA check) runs while the address
+ * is awaited. The secret (with `/run/isx`) is written only once the guest holds its pinned
+ * address (after a repin, if the pin was leased), since the proxy names a caller by that
+ * address.
  *
  * @module
  */
@@ -96,11 +96,10 @@ export interface BranchResult {
   /**
    * Milliseconds of each step, in order (`bench/branch_bench.ts` prints them): `source` (read
    * the template), `network` (its devices), `address` (the static address plan), `copy`,
-   * `start` (with the address pinned), `ipv4` (the wait for the address; `/run/isx` is made
-   * meanwhile, `secret dir (overlapped)` from the start's end), `repin` (when the pin was
-   * leased), `secret` (its delivery, after the address), `alongside (rest)` (what of
-   * {@link BranchOptions.alongside} outlasted the rest). Measured, not promised: a step that
-   * did not run is absent.
+   * `start` (with the address pinned), `ipv4` (the wait for the address), `repin` (when the
+   * pin was leased), `secret` (`/run/isx` and the secret, after the address), `alongside
+   * (rest)` (what of {@link BranchOptions.alongside} outlasted the rest). Measured, not
+   * promised: a step that did not run is absent.
    */
   steps: Record<string, number>;
 }
@@ -254,37 +253,27 @@ export async function branchInstance(
     // the CA check needs the started instance, not its address or secret: it runs alongside
     const along = opts.alongside?.(opts.name);
     along?.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled one
-    // and so does /run/isx (a directory, no secret yet), made once systemd mounted /run
-    const dirFrom = performance.now();
-    const prepare = () => {
-      // polled every 100 ms, not 20: each poll is incusd work beside the guest's boot, and
-      // the address comes later anyway
-      const p = gid.then((known) =>
-        prepareSecretDir(client, opts.name, {
-          stepMs: 100,
-          ...(known === undefined ? {} : { gid: known }),
-        })
-      ).then((g) => {
-        steps["secret dir (overlapped)"] = Math.round((performance.now() - dirFrom) * 10) / 10;
-        return g;
-      });
-      p.catch(() => {});
-      return p;
-    };
-    let dir = secret ? prepare() : undefined;
     ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
     lap("ipv4");
     if (pinned && ip && ip !== pinned.address) {
       // the pin was leased to another client at start: move it and restart, before any
       // secret (and after the work alongside, which the restart would cut short)
-      await Promise.all([along, dir?.catch(() => {})]);
+      await along;
       ({ address: ip } = await repinLeased(client, pinned, ip));
-      dir = secret ? prepare() : undefined; // the restart emptied /run
       lap("repin");
     }
-    // the secret only once the guest holds its pinned address (the proxy names a caller by it)
+    // the secret only once the guest holds its pinned address (the proxy names a caller by
+    // it). Not during the wait either: /run/isx made then (files-API polls for /run beside
+    // the boot) made the address come 90-150 ms later, more than the ~80 ms its three writes
+    // take now (docs/decisions.md)
     if (secret) {
-      await deliverSecret(client, opts.name, secret, { gid: await dir! });
+      const known = await gid;
+      const g = await prepareSecretDir(
+        client,
+        opts.name,
+        known === undefined ? {} : { gid: known },
+      );
+      await deliverSecret(client, opts.name, secret, { gid: g });
       lap("secret");
     }
     if (along) {

@@ -73,17 +73,12 @@ export async function startIsxInstance(
     agentGid(client, name).catch(() => undefined),
   ]);
   await startLong(client, name, `start ${name}`);
-  // /run/isx made while the address is awaited; the secret written once it is up, as a
-  // branch's (mcp/instances/branch.ts)
-  const dir = prepareSecretDir(client, name, {
-    stepMs: 100,
-    ...(gid === undefined ? {} : { gid }),
-  });
-  dir.catch(() => {}); // awaited below
   const along = opts.alongside?.(inst);
   along?.catch(() => {}); // awaited below
+  // the secret once the address is up, as a branch's (mcp/instances/branch.ts says why)
   const ip = wantIp ? await waitForIpv4(client, name) : undefined;
-  await deliverSecret(client, name, secret, { gid: await dir });
+  const dir = await prepareSecretDir(client, name, gid === undefined ? {} : { gid });
+  await deliverSecret(client, name, secret, { gid: dir });
   await along;
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);

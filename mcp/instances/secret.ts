@@ -98,19 +98,16 @@ export async function deliverSecret(
 }
 
 /**
- * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run (polled every
- * `stepMs`); returns agentuser's gid. A warm-pool member gets it when made, so its claim
- * only writes the file.
+ * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run; returns agentuser's
+ * gid (read unless given). A warm-pool member gets it when made, so its claim only writes the
+ * file.
  */
 export async function prepareSecretDir(
   client: IncusClient,
   name: string,
-  o: { gid?: number; stepMs?: number } = {},
+  o: { gid?: number } = {},
 ): Promise<number> {
-  const [gid] = await Promise.all([
-    o.gid ?? agentGid(client, name),
-    waitForRun(client, name, o.stepMs === undefined ? {} : { stepMs: o.stepMs }),
-  ]);
+  const [gid] = await Promise.all([o.gid ?? agentGid(client, name), waitForRun(client, name)]);
   const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
   try {
     await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
