@@ -4,8 +4,9 @@
  * flows, the coordinator grant, the preflight and CA repair, the stamps and the proxy
  * check, and the warm pool's claim. The barrels (`mcp/instances/mod.ts`, `mcp/pool/mod.ts`,
  * `mcp/host/mod.ts`) also bring `isx shell`'s exec, the listing, the pool keeper and through
- * them the task and session layers: 176 modules at the start of `isx branch` instead of 72
- * (issue 24: start-up is paid per command).
+ * them the task and session layers: 176 modules at the start of `isx branch` instead of 71
+ * (issue 24: start-up is paid per command). Nothing here imports zod: the definition loader
+ * is imported by the command once its first requests are sent.
  *
  * @module
  */
