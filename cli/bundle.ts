@@ -22,6 +22,7 @@ import * as proxy from "./proxy.ts";
 import * as rpc from "./rpc.ts";
 import * as shell from "./shell.ts";
 import * as rpcLib from "../rpc/mod.ts";
+import * as templatesLoad from "../mcp/templates/load.ts";
 import { METHODS } from "../rpc/server/methods/mod.ts";
 import { registerMethods } from "../rpc/server/mod.ts";
 import { registerModules } from "./commands.ts";
@@ -43,6 +44,7 @@ export const BUNDLED: Record<string, Record<string, unknown>> = {
   "rpc.ts": rpc,
   "shell.ts": shell,
   "../rpc/mod.ts": rpcLib,
+  "../mcp/templates/load.ts": templatesLoad,
 };
 registerModules(BUNDLED);
 registerMethods(METHODS); // isb rpc's method table, which rpc/server loads by a computed specifier

@@ -42,14 +42,15 @@ export function registerModules(modules: Record<string, Record<string, unknown>>
 
 /**
  * Modules besides the commands that are imported by {@link importModule} (so after start):
- * the remote resolver, the session half of `isx mcp` (loaded after the handshake) and the
- * library behind `isb rpc` (loaded after its hello). `cli/bundle.ts`
- * registers them and `scripts/compile.ts` embeds them, as the commands.
+ * the remote resolver, the session half of `isx mcp` (loaded after the handshake), the
+ * library behind `isb rpc` (loaded after its hello) and `isx branch`'s definition loader.
+ * `cli/bundle.ts` registers them and `scripts/compile.ts` embeds them, as the commands.
  */
 export const LAZY_MODULES: readonly string[] = [
   "incus_remote.ts",
   "mcp_backend.ts",
   "../rpc/mod.ts",
+  "../mcp/templates/load.ts", // isx branch's definitions, once its first requests are sent
 ];
 
 /** Imports a module of `cli/` by a computed specifier (see above), or takes the registered one. */

@@ -8,15 +8,20 @@
  */
 
 import {
+  credentialNeeds,
+  type HealthRead,
+  judgePreflight,
+  needsCaRepair,
   type OwnBuild,
   pemFingerprint,
+  preflight,
   type ProxyHealth,
   proxyHealthUrl,
   readHostConfig,
   readProxyHealth,
   readServedCa,
-} from "../mcp/host/mod.ts";
-import { credentialNeeds, needsCaRepair, preflight, repairGuestCa } from "../mcp/instances/mod.ts";
+  repairGuestCa,
+} from "../mcp/instances/commands.ts";
 import type { Definitions } from "../mcp/templates/load.ts";
 import { type IncusClient, IsbError, VERSION } from "../rpc/base.ts";
 import type { CliContext } from "./command.ts";
@@ -46,6 +51,8 @@ export interface CheckOptions {
   defs?: Definitions;
   /** `--no-preflight`: read the proxy for the CA repair, refuse nothing. */
   skip?: boolean;
+  /** The `/health` read, when the caller started it early (branch: before its definitions). */
+  read?: Promise<HealthRead>;
 }
 
 /** Runs the preflight (or, skipped, just reads `/health`); the proxy's health if it answers. */
@@ -54,12 +61,15 @@ export async function checkProxy(
   opts: CheckOptions,
 ): Promise<ProxyHealth | undefined> {
   const url = proxyHealthUrl(readHostConfig(ctx.perm.configDir, ctx.perm.home));
-  if (opts.skip) {
-    const read = await readProxyHealth(url);
-    return read.kind === "ok" ? read.health : undefined;
-  }
+  const read = await (opts.read ?? readProxyHealth(url));
+  if (opts.skip) return read.kind === "ok" ? read.health : undefined;
   const needs = opts.template && opts.defs ? credentialNeeds(opts.defs, opts.template) : [];
-  const r = await preflight({ healthUrl: url, own: ownBuild(ctx), action: opts.action, needs });
+  const r = judgePreflight(read, {
+    healthUrl: url,
+    own: ownBuild(ctx),
+    action: opts.action,
+    needs,
+  });
   for (const w of r.warnings) note(`isx: warning: ${w}`);
   return r.health;
 }

@@ -7,22 +7,28 @@
  * @module
  */
 
-import { type ProxyHealth, readHostConfig, readStamps, STAMP } from "../mcp/host/mod.ts";
 import {
   branchDefaults,
   branchInstance,
+  claimMember,
   destroyIsxInstance,
+  listAddresses,
   MCP_CALLER_STAMP,
+  NAME_RE,
   type NetworkMode,
   newGrant,
+  placeFingerprint,
+  type ProxyHealth,
+  proxyHealthUrl,
+  readHostConfig,
+  readProxyHealth,
+  readStamps,
   reconcileMcpClients,
+  STAMP,
   stampGrant,
   startIsxInstance,
   stopIsxInstance,
-} from "../mcp/instances/mod.ts";
-import { claimMember, placeFingerprint } from "../mcp/pool/mod.ts";
-import { loadDefinitions } from "../mcp/templates/load.ts";
-import { NAME_RE } from "../mcp/templates/schema.ts";
+} from "../mcp/instances/commands.ts";
 import { parseAccountPairs } from "../proxy/config/accounts.ts";
 import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import type { IncusClient } from "../rpc/base.ts";
@@ -30,7 +36,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 import type { CliContext, Command } from "./command.ts";
 import { checkProxy, note, repairCa } from "./instance_checks.ts";
 import { withClient } from "./instances_client.ts";
-import { shellCommand } from "./shell.ts";
+import { importModule } from "./commands.ts";
 
 function out(line: string): void {
   // deno-lint-ignore no-console
@@ -122,6 +128,8 @@ Options:
     if (values.network !== undefined && !NETWORKS.includes(values.network)) {
       throw new UsageError(`--network must be one of ${NETWORKS.join(", ")}`);
     }
+    // ms since the process's start (Deno's time origin): start-up, module loading included
+    const startup = performance.now();
     return withClient(ctx, async (client) => {
       // each step's milliseconds, with branchInstance's own (`--json` prints them; the bench)
       const steps: Record<string, number> = {};
@@ -133,6 +141,22 @@ Options:
       };
       const { configDir, cwd, home } = ctx.perm;
       const host = readHostConfig(configDir, home);
+      // started before the definitions load, none depending on them: the proxy's /health,
+      // the template (its CA stamp, its NIC) and the address plan's listing of that NIC's
+      // network (used when the instance's NIC is on it; branchInstance lists again if not)
+      const read = readProxyHealth(proxyHealthUrl(host));
+      const sourceRead = client.getInstance(values.from!).then((t) => t.value, () => undefined);
+      const addresses = sourceRead.then((t) => {
+        const nic = t?.expanded_devices?.eth0 ?? t?.devices.eth0;
+        return nic?.type === "nic" && nic.network ? listAddresses(client, nic.network) : undefined;
+      });
+      addresses.catch(() => {});
+      const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
+      // the schemas (zod) load while those are on their way (a computed specifier, as the
+      // commands: a static import would load them before the first request is sent)
+      const { loadDefinitions } = await importModule<typeof import("../mcp/templates/load.ts")>(
+        "../mcp/templates/load.ts",
+      );
       const defs = loadDefinitions({
         configDir,
         searchPaths: host.searchPaths,
@@ -141,17 +165,16 @@ Options:
         protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
       });
       const d = branchDefaults(defs, values.from!);
-      const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
       lap("definitions");
-      // the proxy's health and the template (its CA stamp) do not depend on each other
       const [health, source] = await Promise.all([
         checkProxy(ctx, {
           action: `branch "${given ?? "(unnamed)"}" from "${values.from}"`,
           template: values.from!,
           defs,
           skip: values["no-preflight"] === true,
+          read,
         }),
-        client.getInstance(values.from!).then((t) => t.value, () => undefined),
+        sourceRead,
       ]);
       lap("preflight+template");
       const trusted = readStamps(source?.config ?? {})[STAMP.caFingerprint];
@@ -218,6 +241,7 @@ Options:
         },
         // read once (a missing template is reported by branchInstance's own read)
         ...(source ? { source } : {}),
+        addresses,
         // the CA check needs the started instance, not its secret or address
         alongside: async (n) => {
           const t = performance.now();
@@ -225,13 +249,15 @@ Options:
           caMs = Math.round((performance.now() - t) * 10) / 10;
         },
       });
-      // the CA check's own cost, inside secret+ipv4+alongside (overlapped, not added)
+      // the CA check's own cost, inside ipv4 (overlapped, not added)
       Object.assign(steps, r.steps, { "ca check (overlapped)": caMs });
       if (repaired) {
         note(`isx: ${values.from} still trusts its build-time CA: isx build ${values.from}`);
       }
-      if (values.json) out(JSON.stringify({ ...r, steps }));
-      else {
+      const elapsed = Math.round((performance.now() - startup) * 10) / 10;
+      if (values.json) {
+        out(JSON.stringify({ ...r, steps, startup: Math.round(startup * 10) / 10, elapsed }));
+      } else {
         out(
           `${r.name}: branched from ${r.template} in ${(r.ms / 1000).toFixed(2)} s, ` +
             `${r.ip ?? "no address"} (network ${r.network}); isx shell ${r.name}`,
@@ -309,13 +335,16 @@ export const startCommand = lifecycle(
   async (c, n, { force, ctx, health, mcpClient }) => {
     // only the person grants it; kept across starts (the session is the instance)
     if (mcpClient) await stampGrant(c, n);
-    const r = await startIsxInstance(c, n, { force });
+    // the CA check alongside the address wait, from the stamp read before the start
+    const r = await startIsxInstance(c, n, {
+      force,
+      alongside: (inst) =>
+        repairCa(ctx, c, n, health, readStamps(inst.config)[STAMP.caFingerprint]),
+    });
     // a running instance made a coordinator now: its agents learn the endpoint at once
     if (mcpClient && r.alreadyRunning) {
       note(`isx: coordinator agents: ${registrationText(await reconcileMcpClients(c, n, true))}`);
     }
-    const config = (await c.getInstance(n)).value.config;
-    await repairCa(ctx, c, n, health, readStamps(config)[STAMP.caFingerprint]);
     return `${n}: ${r.alreadyRunning ? "already running" : "started"}${r.ip ? ` at ${r.ip}` : ""}`;
   },
   true,
@@ -341,11 +370,10 @@ export const destroyCommand = lifecycle(
   },
 );
 
-/** Every instance command, in help order. */
+/** Every instance command of this module, in help order (`isx shell` is cli/shell.ts's). */
 export const INSTANCE_COMMANDS: readonly Command[] = [
   branchCommand,
   startCommand,
   stopCommand,
   destroyCommand,
-  shellCommand,
 ];

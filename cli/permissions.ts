@@ -190,6 +190,11 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
       `${c.cwd}/.isx`,
       `${c.stateDir}/ca/ca.crt`,
       `${c.stateDir}/mcp/sessions`, // isx list: which isx mcp holders still run (their locks)
+      // isx branch's definition loader and its schemas, imported once its first requests
+      // are sent (the program's own sources, read-only)
+      `${c.programDir}/mcp/templates`,
+      `${c.programDir}/rpc/vendor`,
+      `${c.programDir}/.prebuilt`, // the same, pre-built (rpc/prebuilt.ts)
     ],
     write: [c.socket],
     net: true, // the Incus socket (see init)

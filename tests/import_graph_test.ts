@@ -80,6 +80,7 @@ function allowed(from: string, to: string): boolean {
       "mcp/host/session_locks.ts", // `isx list`: a killed server's instances show as orphaned
       "mcp/instances/list.ts",
       "mcp/instances/mod.ts",
+      "mcp/instances/commands.ts", // isx branch|start|stop|destroy, without list, shell, the keeper
       "mcp/session/mod.ts",
       "mcp/pool/mod.ts", // isx pool (cli/pool.ts): the keeper and the pool views
       "mcp/server/mod.ts",

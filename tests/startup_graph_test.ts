@@ -149,9 +149,7 @@ Deno.test("only isb rpc loads the rpc server; no command loads another command's
   for (const m of COMMAND_MODULES.filter((m) => m !== "cli/rpc.ts")) {
     const got = await loads(m);
     assert.deepEqual(under(got, "rpc/server/"), [], m);
-    const others = COMMAND_MODULES.filter((o) =>
-      o !== m && !(m === "cli/instances.ts" && o === "cli/shell.ts")
-    );
+    const others = COMMAND_MODULES.filter((o) => o !== m);
     assert.deepEqual(under(got, ...others), [], m);
   }
 });
@@ -281,4 +279,20 @@ Deno.test("isx list loads neither the proxy server, the template builder nor the
   assert.deepEqual(under(got, "rpc/sandbox/", "rpc/mod.ts", "mcp/templates/", "proxy/"), []);
   assert.deepEqual(under(got, "mcp/instances/branch.ts", "mcp/instances/preflight.ts"), []);
   assert.ok(got.includes("mcp/instances/list.ts")); // the graph is read right
+});
+
+Deno.test("isx branch|start|stop|destroy load neither the MCP server, its sessions nor isx shell", async () => {
+  // issue 24 (start-up): cli/instances.ts takes mcp/instances/commands.ts, not the barrels
+  const got = await loads("cli/instances.ts");
+  assert.deepEqual(under(got, "mcp/mod.ts", "mcp/server/", "mcp/session/", "mcp/tools/"), []);
+  assert.deepEqual(under(got, "mcp/tasks/", "mcp/delegate/", "mcp/templates/build.ts"), []);
+  assert.deepEqual(under(got, "mcp/instances/shell.ts", "mcp/pool/keeper.ts", "guest/"), []);
+  // nor the schemas (zod) and the loader of the definitions: branch imports them once its
+  // first requests are sent (cli/commands.ts LAZY_MODULES)
+  assert.deepEqual(
+    under(got, "rpc/vendor/zod.js", "mcp/templates/schema.ts", "mcp/templates/load.ts"),
+    [],
+  );
+  assert.deepEqual(under(got, "npm:"), []);
+  assert.ok(got.includes("mcp/instances/branch.ts")); // the graph is read right
 });

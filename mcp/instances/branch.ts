@@ -2,8 +2,12 @@
  * `isx branch <name> --from <template>`: a copy-on-write copy of a built template, started,
  * with an address. One copy request carries everything (stamps, the first secret's hash,
  * network devices with the NIC's fixed, filtered address (static_ip.ts), resource limits),
- * so the only calls after it are start, the secret's delivery and the wait for an address,
- * the last two in parallel.
+ * so the only calls after it are start, the wait for an address and the secret's delivery.
+ * What does not depend on the rest overlaps: agentuser's gid is read from the source while
+ * the copy runs, and the caller's work alongside (the CLI's CA check) runs while the address
+ * is awaited. The secret (with `/run/isx`) is written only once the guest holds its pinned
+ * address (after a repin, if the pin was leased), since the proxy names a caller by that
+ * address.
  *
  * @module
  */
@@ -16,8 +20,20 @@ import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
 import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
 import { retargetGuestProxy } from "./retarget.ts";
-import { deliverSecret, InstanceSecret, secretStamp } from "./secret.ts";
-import { type PinPlan, planPin, repinLeased, startPinned } from "./static_ip.ts";
+import {
+  agentGid,
+  deliverSecret,
+  InstanceSecret,
+  prepareSecretDir,
+  secretStamp,
+} from "./secret.ts";
+import {
+  type AddressListing,
+  type PinPlan,
+  planPin,
+  repinLeased,
+  startPinned,
+} from "./static_ip.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients, type RegistrationReport } from "./mcp_client_reg.ts";
 
@@ -48,10 +64,15 @@ export interface BranchOptions {
   source?: Instance;
   /**
    * Work on the started instance that needs neither its secret nor its address (the CLI's CA
-   * check): run while those two are delivered and awaited; a failure removes the branch, as
-   * a failed start does.
+   * check): run while the address is awaited; a failure removes the branch, as a failed start
+   * does.
    */
   alongside?: (name: string) => Promise<unknown>;
+  /**
+   * The address plan's listing, started early by the caller (the CLI: once it read the
+   * template, while its definitions load); used when it is of the NIC's network.
+   */
+  addresses?: Promise<AddressListing | undefined>;
   /** Stamp and deliver an instance secret (default yes; a warm-pool member gets none). */
   secret?: boolean;
 }
@@ -75,8 +96,9 @@ export interface BranchResult {
   /**
    * Milliseconds of each step, in order (`bench/branch_bench.ts` prints them): `source` (read
    * the template), `network` (its devices), `address` (the static address plan), `copy`,
-   * `start` (with the address pinned), `secret+ipv4` (the secret delivered while the address
-   * is awaited; `secret+ipv4+alongside` with {@link BranchOptions.alongside}). Measured, not
+   * `start` (with the address pinned), `ipv4` (the wait for the address), `repin` (when the
+   * pin was leased), `secret` (`/run/isx` and the secret, after the address), `alongside
+   * (rest)` (what of {@link BranchOptions.alongside} outlasted the rest). Measured, not
    * promised: a step that did not run is absent.
    */
   steps: Record<string, number>;
@@ -173,11 +195,22 @@ export async function branchInstance(
   let pin: PinPlan | undefined;
   if (network !== "airgap") {
     const base = net.devices.eth0 ?? tpl.expanded_devices?.eth0 ?? tpl.devices.eth0 ?? {};
-    pin = await planPin(client, base, `branch "${opts.name}" from "${opts.template}"`);
+    pin = await planPin(
+      client,
+      base,
+      `branch "${opts.name}" from "${opts.template}"`,
+      opts.addresses,
+    );
     net.devices.eth0 = pin.nic;
     stamps[STAMP.staticIp] = pin.address;
     lap("address");
   }
+  // agentuser's gid, from the source while the copy runs (the copy's /etc/group is the
+  // source's; not before: the read's mount would slow the address plan's listing); unread (a
+  // VM, say), the started guest's is read
+  const gid = secret
+    ? agentGid(client, sourceName).catch(() => undefined)
+    : Promise.resolve(undefined);
   try {
     await client.createInstance({
       name: opts.name,
@@ -217,17 +250,35 @@ export async function branchInstance(
     if (pinned) pinned.address = await startPinned(client, pinned);
     else await start();
     lap("start");
-    [, ip] = await Promise.all([
-      secret ? deliverSecret(client, opts.name, secret) : Promise.resolve(),
-      wantIp ? waitForIpv4(client, opts.name) : Promise.resolve(undefined),
-      opts.alongside?.(opts.name),
-    ]);
-    lap(opts.alongside ? "secret+ipv4+alongside" : "secret+ipv4");
+    // the CA check needs the started instance, not its address or secret: it runs alongside
+    const along = opts.alongside?.(opts.name);
+    along?.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled one
+    ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
+    lap("ipv4");
     if (pinned && ip && ip !== pinned.address) {
-      // the pin was leased to another client at start: move it, restart, deliver again
+      // the pin was leased to another client at start: move it and restart, before any
+      // secret (and after the work alongside, which the restart would cut short)
+      await along;
       ({ address: ip } = await repinLeased(client, pinned, ip));
-      if (secret) await deliverSecret(client, opts.name, secret);
       lap("repin");
+    }
+    // the secret only once the guest holds its pinned address (the proxy names a caller by
+    // it). Not during the wait either: /run/isx made then (files-API polls for /run beside
+    // the boot) made the address come 90-150 ms later, more than the ~80 ms its three writes
+    // take now (docs/decisions.md)
+    if (secret) {
+      const known = await gid;
+      const g = await prepareSecretDir(
+        client,
+        opts.name,
+        known === undefined ? {} : { gid: known },
+      );
+      await deliverSecret(client, opts.name, secret, { gid: g });
+      lap("secret");
+    }
+    if (along) {
+      await along;
+      lap("alongside (rest)");
     }
   } catch (e) {
     // a branch that cannot start is useless: remove it rather than leave a half-made one

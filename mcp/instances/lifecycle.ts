@@ -10,7 +10,7 @@
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
-import { deliverSecret, restampSecret } from "./secret.ts";
+import { agentGid, deliverSecret, prepareSecretDir, restampSecret } from "./secret.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients } from "./mcp_client_reg.ts";
 
@@ -37,6 +37,12 @@ export interface StartOptions {
   force?: boolean;
   /** Wait for an IPv4 address (default: yes unless the instance is airgapped). */
   waitForAddress?: boolean;
+  /**
+   * Work on the started instance that needs neither its secret nor its address (the CLI's CA
+   * check), given the instance as read before the start: run while the address is awaited
+   * (on a running instance, at once).
+   */
+  alongside?: (inst: Instance) => Promise<unknown>;
 }
 
 /** Starts an instance with a fresh secret; returns its address when waited for. */
@@ -49,7 +55,10 @@ export async function startIsxInstance(
   const stamps = readStamps(inst.config);
   const wantIp = opts.waitForAddress ?? stamps[STAMP.network] !== "airgap";
   if (inst.status === "Running") {
-    const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+    const [ip] = await Promise.all([
+      wantIp ? waitForIpv4(client, name) : undefined,
+      opts.alongside?.(inst),
+    ]);
     return { ...(ip ? { ip } : {}), alreadyRunning: true };
   }
   if (stamps[STAMP.type] === "base") {
@@ -58,12 +67,19 @@ export async function startIsxInstance(
       `start "${name}": it is a template; templates stay stopped (isx branch <name> --from ${name})`,
     );
   }
-  const secret = await restampSecret(client, name);
-  await startLong(client, name, `start ${name}`);
-  const [, ip] = await Promise.all([
-    deliverSecret(client, name, secret),
-    wantIp ? waitForIpv4(client, name) : Promise.resolve(undefined),
+  // agentuser's gid read while the new secret's hash is stamped (the instance is stopped)
+  const [secret, gid] = await Promise.all([
+    restampSecret(client, name),
+    agentGid(client, name).catch(() => undefined),
   ]);
+  await startLong(client, name, `start ${name}`);
+  const along = opts.alongside?.(inst);
+  along?.catch(() => {}); // awaited below
+  // the secret once the address is up, as a branch's (mcp/instances/branch.ts says why)
+  const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+  const dir = await prepareSecretDir(client, name, gid === undefined ? {} : { gid });
+  await deliverSecret(client, name, secret, { gid: dir });
+  await along;
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);
   return { ...(ip ? { ip } : {}), alreadyRunning: false };

@@ -19,3 +19,4 @@ export * from "./secret.ts";
 export * from "./shell.ts";
 export * from "./caller_grant.ts";
 export * from "./mcp_client_reg.ts";
+export type { AddressListing } from "./static_ip.ts";

@@ -60,7 +60,11 @@ export function secretStamp(secret: InstanceSecret): Record<string, string> {
   return { [stampKey(STAMP.secretHash)]: secret.sha256 };
 }
 
-async function agentGid(client: IncusClient, name: string): Promise<number> {
+/**
+ * agentuser's gid in `name`'s `/etc/group` (read through the files API; a stopped container's
+ * too, so a branch reads its template's while the copy runs).
+ */
+export async function agentGid(client: IncusClient, name: string): Promise<number> {
   const group = new TextDecoder().decode((await client.pullFile(name, "/etc/group")).data);
   for (const line of group.split("\n")) {
     const f = line.split(":");
@@ -95,10 +99,15 @@ export async function deliverSecret(
 
 /**
  * Makes `/run/isx` (root:agentuser 0750) once systemd has mounted /run; returns agentuser's
- * gid. A warm-pool member gets it when made, so its claim only writes the file.
+ * gid (read unless given). A warm-pool member gets it when made, so its claim only writes the
+ * file.
  */
-export async function prepareSecretDir(client: IncusClient, name: string): Promise<number> {
-  const [gid] = await Promise.all([agentGid(client, name), waitForRun(client, name)]);
+export async function prepareSecretDir(
+  client: IncusClient,
+  name: string,
+  o: { gid?: number } = {},
+): Promise<number> {
+  const [gid] = await Promise.all([o.gid ?? agentGid(client, name), waitForRun(client, name)]);
   const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
   try {
     await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });

@@ -242,8 +242,39 @@ export interface PinPlan {
   address: string;
 }
 
-/** A pinned copy of `base` (a NIC on a managed network) with a free address of its bridge. */
-export async function planPin(client: IncusClient, base: Device, what: string): Promise<PinPlan> {
+/** What a pin is picked from: a network's subnet and the addresses spoken for on it. */
+export interface AddressListing {
+  /** The network. */
+  network: string;
+  /** Its `ipv4.address` ({@link bridgeCidr}). */
+  cidr: string;
+  /** {@link takenAddresses}. */
+  taken: Set<string>;
+}
+
+/**
+ * Lists `network`'s subnet and taken addresses. A caller that knows the network early (the
+ * CLI, once it read the template) starts it then and hands it to {@link planPin}: a listing
+ * a moment older is no weaker, since a race for an address is caught at start either way.
+ */
+export async function listAddresses(client: IncusClient, network: string): Promise<AddressListing> {
+  const [cidr, taken] = await Promise.all([
+    bridgeCidr(client, network),
+    takenAddresses(client, network),
+  ]);
+  return { network, cidr, taken };
+}
+
+/**
+ * A pinned copy of `base` (a NIC on a managed network) with a free address of its bridge,
+ * from `listed` when it is of that network (started earlier), else from a listing now.
+ */
+export async function planPin(
+  client: IncusClient,
+  base: Device,
+  what: string,
+  listed?: Promise<AddressListing | undefined>,
+): Promise<PinPlan> {
   const network = base.network;
   if (base.type !== "nic" || !network) {
     throw new IsbError(
@@ -251,10 +282,8 @@ export async function planPin(client: IncusClient, base: Device, what: string): 
       `${what}: eth0 is not a NIC on a managed network, so isx cannot pin its address: attach it to an Incus bridge`,
     );
   }
-  const [cidr, taken] = await Promise.all([
-    bridgeCidr(client, network),
-    takenAddresses(client, network),
-  ]);
+  const early = await listed?.catch(() => undefined);
+  const { cidr, taken } = early?.network === network ? early : await listAddresses(client, network);
   const address = pickAddress(cidr, taken);
   return { network, nic: pinnedNic(base, address), address };
 }

@@ -1,6 +1,14 @@
 import { deepStrictEqual as assertEquals, equal, ok, throws } from "node:assert/strict";
-import { IsbError } from "../../rpc/mod.ts";
-import { isAddressConflict, NIC_FILTERS, pickAddress, pinnedNic } from "./static_ip.ts";
+import { createIncusClient, IsbError } from "../../rpc/mod.ts";
+import { startFakeIncusd } from "../../tests/fakes/incusd.ts";
+import {
+  isAddressConflict,
+  listAddresses,
+  NIC_FILTERS,
+  pickAddress,
+  pinnedNic,
+  planPin,
+} from "./static_ip.ts";
 
 Deno.test("pickAddress never picks the network, gateway, broadcast or a taken address", () => {
   const taken = new Set(["10.77.0.5", "10.77.0.6"]);
@@ -51,4 +59,36 @@ Deno.test("isAddressConflict recognises Incus's refusal only", () => {
   ok(isAddressConflict(new IsbError("api", msg)));
   ok(!isAddressConflict(new IsbError("api", "Failed to start")));
   ok(!isAddressConflict(new Error(msg)));
+});
+
+Deno.test("planPin picks from a listing started earlier when it is of the NIC's network", async () => {
+  // the fake's bridge is all taken but .9: a pick from it can only be .9; the earlier
+  // listing (of br0) leaves only .7, so a pin of .7 came from it, with no request made
+  const taken = new Set<string>();
+  for (let n = 2; n <= 254; n++) if (n !== 9) taken.add(`10.5.0.${n}`);
+  await using fake = await startFakeIncusd([
+    { route: "GET /1.0/networks/br0", metadata: { config: { "ipv4.address": "10.5.0.1/24" } } },
+    { route: "GET /1.0/instances", metadata: [] },
+    { route: "GET /1.0/projects", metadata: ["/1.0/projects/default"] },
+    {
+      route: "GET /1.0/networks/br0/leases",
+      metadata: [...taken].map((address) => ({ address })),
+    },
+  ]);
+  const client = createIncusClient({ socket: fake.socket });
+  try {
+    const nic = { type: "nic", network: "br0" };
+    const early = new Set<string>();
+    for (let n = 2; n <= 254; n++) if (n !== 7) early.add(`10.5.0.${n}`);
+    const listed = Promise.resolve({ network: "br0", cidr: "10.5.0.1/24", taken: early });
+    equal((await planPin(client, nic, "x", listed)).address, "10.5.0.7");
+    equal(fake.requests.length, 0);
+    // of another network, or failed: listed again now
+    const other = Promise.resolve({ network: "br1", cidr: "10.5.0.1/24", taken: early });
+    equal((await planPin(client, nic, "x", other)).address, "10.5.0.9");
+    equal((await planPin(client, nic, "x", Promise.reject(new Error("gone")))).address, "10.5.0.9");
+    equal((await listAddresses(client, "br0")).taken.has("10.5.0.9"), false);
+  } finally {
+    client.close();
+  }
 });

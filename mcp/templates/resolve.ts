@@ -11,7 +11,8 @@
 
 import { IsbError, sha256Hex, VERSION } from "../../rpc/base.ts";
 import type { Definitions, Loaded, ResolvedFile } from "./load.ts";
-import { PARAM_VALUE_RE, type TemplateDef, type ToolDef, type ToolRef } from "./schema.ts";
+import { PARAM_VALUE_RE } from "./names.ts";
+import type { TemplateDef, ToolDef, ToolRef } from "./schema.ts";
 
 /** One tool as a template uses it: the definition and its parameter values. */
 export interface ToolUse {

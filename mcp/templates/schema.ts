@@ -13,6 +13,9 @@ import { z } from "zod";
 import { IsbError } from "../../rpc/errors.ts";
 import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
 import { headerValue, ProxyRuleSchema } from "./proxy_schema.ts";
+import { NAME_RE, PARAM_VALUE_RE } from "./names.ts";
+
+export { NAME_RE, PARAM_VALUE_RE, scripts } from "./names.ts";
 
 export type {
   FileDef,
@@ -27,16 +30,12 @@ export type {
   ToolRuleValueDef,
 } from "./defs.ts";
 
-/** Template, tool and instance names: what an Incus instance name allows, kept short. */
-export const NAME_RE = /^[a-z]([a-z0-9-]{0,46}[a-z0-9])?$/;
 /** A Debian package name, optionally with `=version` or `/release`. */
 export const PACKAGE_RE = /^[a-z0-9][a-z0-9+.-]*([=/][A-Za-z0-9+.:~_-]+)?$/;
 /** An npm package name (scoped or not). */
 export const NPM_RE = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 /** An environment variable name. */
 export const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** A parameter value (e.g. a model id): the spec's model pattern. */
-export const PARAM_VALUE_RE = /^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,119}$/;
 
 const name = z.string().regex(NAME_RE, {
   error:
@@ -267,9 +266,4 @@ export function parseTool(file: string, raw: unknown, stem: string): ToolDef {
   const def = parseWith(ToolSchema, "tool", file, raw);
   const n = checkedName("tool", file, def.name ?? stem);
   return { ...def, name: n };
-}
-
-/** A script field as a list of scripts. */
-export function scripts(s: string | string[] | undefined): string[] {
-  return s === undefined ? [] : Array.isArray(s) ? s : [s];
 }

@@ -11,7 +11,7 @@
 
 import type { ResolvedFile } from "./load.ts";
 import type { Chain, ChainLink } from "./resolve.ts";
-import { scripts } from "./schema.ts";
+import { scripts } from "./names.ts";
 
 /** The unprivileged user agents run as. */
 export const AGENT_USER = "agentuser";
