@@ -110,15 +110,21 @@ Deno.test("isb rpc reads neither the library nor the method table before its hel
   assert.ok(got.includes("rpc/server/mod.ts")); // the graph is read right
 });
 
-Deno.test("isb rpc evaluates for its first answer no Node module and no YAML reader", async () => {
+Deno.test("isb rpc evaluates for version no zod, and for its first sandbox.list no Node module and no YAML reader", async () => {
   // what the library and the method table import statically is evaluated before the first
   // request is answered (a dynamic import is only read): the compose operations (js-yaml,
   // node:path) wait for the first compose.* call, the incus CLI's remotes (config.yml, read
   // with js-yaml, ~3 ms) are rpc/base.ts's, not rpc/mod.ts's; hashes, base64 and paths are
   // Deno's own
+  // the table holds no schema: its groups load on first call, so version takes no zod and the
+  // first sandbox.list takes its own group's
+  const table = staticOf(await graphOf("rpc/server/methods/mod.ts"), "rpc/server/methods/mod.ts");
+  assert.deepEqual(under(table, "rpc/vendor/", "rpc/server/methods/sandbox.ts"), []);
+  assert.ok(table.includes("rpc/server/methods/general.ts")); // read right
   const got = [
     ...staticOf(await graphOf("rpc/mod.ts"), "rpc/mod.ts"),
-    ...staticOf(await graphOf("rpc/server/methods/mod.ts"), "rpc/server/methods/mod.ts"),
+    ...table,
+    ...staticOf(await graphOf("rpc/server/methods/sandbox.ts"), "rpc/server/methods/sandbox.ts"),
   ];
   assert.deepEqual(under(got, "node:", "npm:/js-yaml", "npm:/@peculiar"), []);
   assert.deepEqual(under(got, "rpc/vendor/js_yaml.js", "rpc/yaml.ts", "rpc/incus/remote.ts"), []);

@@ -24,7 +24,7 @@ Deno.test("rpc/vendor/ holds what scripts/vendor.ts makes (zod and js-yaml: bund
 });
 
 Deno.test("the bundled zod parses and reports as zod does", async () => {
-  const { z } = await import("../rpc/vendor/zod.js");
+  const z = await import("../rpc/vendor/zod.js");
   const schema = z.strictObject({ name: z.string(), cpus: z.number().int().optional() });
   assert.deepEqual(schema.parse({ name: "a" }), { name: "a" });
   const bad = schema.safeParse({ name: 1, extra: true });

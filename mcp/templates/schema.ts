@@ -9,7 +9,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { IsbError } from "../../rpc/errors.ts";
 import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
 import { headerValue, ProxyRuleSchema } from "./proxy_schema.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { RefusalError } from "../errors.ts";

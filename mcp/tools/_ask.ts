@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session } from "../session/mod.ts";
 import { approvedTemplate } from "../session/templates.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type ActivityRecord, parseActivity, toRecord } from "../../proxy/activity/activity.ts";
 import { RefusalError } from "../errors.ts";
 import { InstanceName, tool } from "./def.ts";

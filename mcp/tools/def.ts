@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { Session } from "../session/mod.ts";
 
 /** What a tool gets besides its arguments. */

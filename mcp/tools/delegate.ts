@@ -12,7 +12,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import { destroyIsxInstance } from "../instances/lifecycle.ts";
 import { approvedTemplate } from "../session/templates.ts";

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session } from "../session/mod.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import { guestDiff } from "../delegate/guest.ts";
 import { known } from "./_agent_common.ts";

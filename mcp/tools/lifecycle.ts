@@ -8,7 +8,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { isNotFound } from "../../rpc/base.ts";
 import { readStamps, STAMP, withStamps } from "../host/stamps.ts";
 import { destroyIsxInstance, startIsxInstance, stopIsxInstance } from "../instances/lifecycle.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { agentRunScript } from "../../guest/mod.ts";
 import { RefusalError } from "../errors.ts";
 import {

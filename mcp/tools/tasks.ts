@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { TaskEntry } from "../session/mod.ts";
 import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
 import { AgentResult, agentResult, agentStatus, AgentStatusFields } from "./agent_result.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { z } from "zod";
+import type * as z from "zod";
 import { IsbError } from "../errors.ts";
 import type { ExecRegistry } from "../sandbox/exec/registry.ts";
 
@@ -34,11 +34,23 @@ export interface CallContext<Engine = unknown> {
   execs?: ExecRegistry;
 }
 
-/** A method: raw params in, result out (or a thrown error). */
-export type Handler<Engine = unknown> = (
-  raw: unknown,
-  ctx: CallContext<Engine>,
-) => Promise<unknown>;
+/**
+ * A method: raw params in, result out (or a thrown error). One marked {@link engineFree} never
+ * reads `ctx.engine`, so the server answers it without waiting for the engine.
+ */
+export type Handler<Engine = unknown> =
+  & ((raw: unknown, ctx: CallContext<Engine>) => Promise<unknown>)
+  & { readonly engineFree?: true };
+
+/**
+ * Marks a handler that needs no engine (`version`, `schema`: they need no Incus, §14 "incusd
+ * down"), so it is answered while the engine is still loading, or when making it failed.
+ */
+export function engineFree<Engine>(
+  run: (raw: unknown, ctx: CallContext<Engine>) => Promise<unknown>,
+): Handler<Engine> {
+  return Object.assign(run, { engineFree: true as const });
+}
 
 /** Formats a zod error as the spec's `params: …` message, naming the offending field. */
 export function paramsMessage(error: z.ZodError): string {
@@ -60,12 +72,26 @@ export function parseParams<S extends z.ZodType>(schema: S, raw: unknown): z.inf
   return r.data;
 }
 
-/** Builds a handler from a params schema and a typed function. */
+/**
+ * Builds a handler from a params schema (or a function that builds it, called on the first
+ * call: a group's schemas are then built one by one as their methods are called, not all
+ * when the group loads) and a typed function.
+ */
 export function method<S extends z.ZodType, Engine = unknown>(
-  params: S,
+  params: S | (() => S),
   run: (p: z.infer<S>, ctx: CallContext<Engine>) => Promise<unknown>,
 ): Handler<Engine> {
-  return (raw, ctx) => run(parseParams(params, raw), ctx);
+  let schema = typeof params === "function" ? undefined : params;
+  return (raw, ctx) => {
+    schema ??= (params as () => S)();
+    return run(parseParams(schema, raw), ctx);
+  };
+}
+
+/** A value (a schema shared by several methods) made on first use, then the same one. */
+export function once<T>(make: () => T): () => T {
+  let v: T | undefined;
+  return () => (v ??= make());
 }
 
 /** The wire form of an error reply. */

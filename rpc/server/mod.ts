@@ -15,9 +15,10 @@
  *
  * This module is only the skin: it writes the hello line before reading anything, splits
  * the input into lines, answers lines that are not requests with `bad_request`, looks the
- * method up in the method table (`methods/mod.ts`, the handler tables of `methods/*.ts`
- * merged, loaded after the hello with the engine: the client does not wait for them to get
- * its hello, only its first request does), and writes
+ * method up in the method table (`methods/mod.ts`, whose groups are each imported on the first
+ * call of one of their methods; the table and the engine are loaded after the hello: the
+ * client does not wait for them to get its hello, only a request does, and `version` and
+ * `schema` wait for no engine), and writes
  * each request's events and its one final reply. Every request runs concurrently, except
  * `exec.*`, which runs inline on the reader in arrival order so a control call never queues
  * behind the exec it controls; a `sandbox.exec` is registered as pending the moment its
@@ -94,12 +95,16 @@ export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<v
   const execs = new ExecRegistry();
   const inflight = new Set<Promise<void>>();
   await out.send(hello()); // the first line, before any input is read
-  // the engine and the method table, made while the client reads its hello
-  const ready = Promise.all([
-    opts.methods ?? (loadMethods() as Promise<Record<string, Handler<Engine>>>),
-    opts.engine !== undefined ? opts.engine : makeEngine(opts.makeEngine),
-  ]);
-  ready.catch(() => {}); // a failure is answered to each request below
+  // the method table and the engine, made while the client reads its hello
+  const methodsReady = opts.methods
+    ? Promise.resolve(opts.methods)
+    : (loadMethods() as Promise<Record<string, Handler<Engine>>>);
+  const engineReady = opts.engine !== undefined
+    ? Promise.resolve(opts.engine)
+    : makeEngine(opts.makeEngine);
+  // a failure is answered to each request below
+  methodsReady.catch(() => {});
+  engineReady.catch(() => {});
   try {
     for await (const line of lines(opts.input)) {
       if (line.trim() === "") continue;
@@ -108,28 +113,32 @@ export async function serveRpc<Engine>(opts: ServeRpcOptions<Engine>): Promise<v
         void out.send({ id: null, error: toWire(req) });
         continue;
       }
-      let methods: Readonly<Record<string, Handler<Engine>>>, engine: Engine;
-      try {
-        [methods, engine] = await ready;
-      } catch (e) {
-        void out.send({ id: req.id, error: toWire(e) });
-        continue;
-      }
-      const handler = Object.hasOwn(methods, req.method) ? methods[req.method] : undefined;
       const key = execKey(req.id);
-      const ctx: CallContext<Engine> = {
-        id: req.id,
-        key,
-        emit: (event: EventName, data: unknown) => out.send({ id: req.id, event, data }),
-        engine,
-        execs,
+      // the method's group and, unless it is engine-free, the engine: awaited in the request's
+      // own task, so a request that needs neither is not held behind one that does
+      const prepare = async (): Promise<CallReady<Engine>> => {
+        const methods = await methodsReady;
+        const handler = Object.hasOwn(methods, req.method) ? methods[req.method] : undefined;
+        // version and schema (engine-free) and an unknown method are answered without it
+        const engine = handler && !handler.engineFree ? await engineReady : undefined;
+        const ctx: CallContext<Engine> = {
+          id: req.id,
+          key,
+          emit: (event: EventName, data: unknown) => out.send({ id: req.id, event, data }),
+          get engine(): Engine {
+            if (engine === undefined) throw new TypeError(`${req.method} is engine-free`);
+            return engine;
+          },
+          execs,
+        };
+        return { handler, ctx };
       };
       if (req.method.startsWith("exec.")) {
-        await answer(out, ctx, handler, req); // inline, in arrival order
+        await answer(out, prepare, req); // inline, in arrival order
         continue;
       }
       const slot = req.method === "sandbox.exec" ? execs.register(key) : undefined;
-      const done = answer(out, ctx, handler, req, slot).finally(() => inflight.delete(done));
+      const done = answer(out, prepare, req, slot).finally(() => inflight.delete(done));
       inflight.add(done);
     }
   } catch (e) {
@@ -179,16 +188,25 @@ function jsonType(v: unknown): string {
   return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
-/** Runs one request and writes its final reply (events were written by the handler). */
+/** A request's handler (absent: an unknown method) and its context, engine included. */
+interface CallReady<Engine> {
+  handler: Handler<Engine> | undefined;
+  ctx: CallContext<Engine>;
+}
+
+/**
+ * Runs one request and writes its final reply (events were written by the handler); a
+ * failure to load its group or to make the engine is its error reply.
+ */
 async function answer<Engine>(
   out: LineWriter,
-  ctx: CallContext<Engine>,
-  handler: Handler<Engine> | undefined,
+  prepare: () => Promise<CallReady<Engine>>,
   req: Request,
   slot?: ExecSlot,
 ): Promise<void> {
   let reply: Record<string, unknown>;
   try {
+    const { handler, ctx } = await prepare();
     if (!handler) {
       throw new IsbError("protocol", `protocol: unknown method ${JSON.stringify(req.method)}`);
     }

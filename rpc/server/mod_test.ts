@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { z } from "zod";
+import * as z from "zod";
 import { IsbError } from "../errors.ts";
 import { createIncusClient } from "../incus/mod.ts";
 import { FakeExecClient } from "../../tests/fakes/exec_client.ts";
 import { startFakeIncusd } from "../../tests/fakes/incusd.ts";
 import { type Handler, method } from "./dispatch.ts";
 import type { ExecEngine } from "./methods/exec.ts";
-import { METHODS, SPEC_METHODS } from "./methods/mod.ts";
+import { GROUPS, METHODS } from "./methods/mod.ts";
 import { sandboxSpecMethods } from "./methods/sandbox_spec.ts";
 import { hello, loadMethods, serveRpc } from "./mod.ts";
 
@@ -80,7 +80,11 @@ Deno.test("serveRpc writes the hello line before reading any input", async () =>
 });
 
 /** A server whose engine is made by `make` (after the hello); returns its output lines. */
-async function serveMade(make: () => Promise<unknown>, requests: unknown[]) {
+async function serveMade(
+  make: () => Promise<unknown>,
+  requests: unknown[],
+  onLine?: (l: Line) => void,
+) {
   const input = new TransformStream<Uint8Array, Uint8Array>();
   const w = input.writable.getWriter();
   const lines: Line[] = [];
@@ -88,8 +92,10 @@ async function serveMade(make: () => Promise<unknown>, requests: unknown[]) {
   const hello = new Promise<void>((r) => (first = r));
   const output = new WritableStream<Uint8Array>({
     write(chunk) {
-      lines.push(JSON.parse(new TextDecoder().decode(chunk)));
+      const l = JSON.parse(new TextDecoder().decode(chunk));
+      lines.push(l);
       if (lines.length === 1) first();
+      onLine?.(l);
     },
   });
   const done = serveRpc({ input: input.readable, output, makeEngine: make });
@@ -101,34 +107,58 @@ async function serveMade(make: () => Promise<unknown>, requests: unknown[]) {
   return { before, lines };
 }
 
-Deno.test("serveRpc writes the hello before the engine is made, and answers once it is", async () => {
+Deno.test("serveRpc writes the hello before the engine is made; version does not wait for it, sandbox.list does", async () => {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
+  const timer = setTimeout(() => release(), 2000); // a version that waited would wait this long
   let made = false;
-  const run = serveMade(async () => {
-    await gate;
-    made = true;
-    return {};
-  }, [{ id: 1, method: "version" }]);
-  // the hello is out while the engine is still being made
-  await new Promise((r) => setTimeout(r, 10));
-  assert.equal(made, false);
-  release();
+  let madeAtVersion: boolean | undefined;
+  const run = serveMade(
+    async () => {
+      await gate;
+      made = true;
+      return { list: () => Promise.resolve([{ name: "a" }]) };
+    },
+    [{ id: 1, method: "sandbox.list" }, { id: 2, method: "version" }],
+    (l) => {
+      if (l.id !== 2) return;
+      madeAtVersion = made;
+      release();
+    },
+  );
   const { before, lines } = await run;
+  clearTimeout(timer);
   assert.deepEqual(before, [hello()]);
-  assert.ok(made);
-  assert.deepEqual(lines[1], { id: 1, result: hello() });
+  assert.equal(madeAtVersion, false, "version was answered before the engine was made");
+  assert.deepEqual(lines.slice(1), [
+    { id: 2, result: hello() },
+    { id: 1, result: [{ name: "a" }] },
+  ]);
 });
 
-Deno.test("serveRpc answers every request with the error when the engine cannot be made", async () => {
+Deno.test("serveRpc answers what needs the engine with the error when it cannot be made, version, schema and exec.* on an unknown id all the same", async () => {
   const { lines } = await serveMade(
     () => Promise.reject(new IsbError("connect", "cannot connect to incusd at /x: gone")),
-    [{ id: 1, method: "version" }, { id: 2, method: "sandbox.list" }],
+    [
+      { id: 1, method: "version" },
+      { id: 2, method: "sandbox.list" },
+      { id: 3, method: "schema" },
+      { id: 4, method: "sandbox.nope" },
+      { id: 5, method: "exec.signal", params: { exec: 99, signal: 15 } },
+    ],
   );
-  assert.deepEqual(lines.slice(1), [
-    { id: 1, error: { code: "connect", message: "cannot connect to incusd at /x: gone" } },
-    { id: 2, error: { code: "connect", message: "cannot connect to incusd at /x: gone" } },
-  ]);
+  const byId = new Map(lines.slice(1).map((l) => [l.id, l]));
+  assert.deepEqual(byId.get(1), { id: 1, result: hello() });
+  assert.deepEqual(byId.get(2), {
+    id: 2,
+    error: { code: "connect", message: "cannot connect to incusd at /x: gone" },
+  });
+  assert.ok((byId.get(3)!.result as Record<string, unknown>).$defs as object, "schema answered");
+  assert.equal((byId.get(4)!.error as Record<string, unknown>).code, "protocol");
+  // the registry's answer on an id it never saw, not the engine's connect error
+  const exec = byId.get(5)!.error as Record<string, unknown>;
+  assert.notEqual(exec.code, "connect", JSON.stringify(exec));
+  assert.match(String(exec.message), /99/);
 });
 
 Deno.test("loadMethods is the method table", async () => {
@@ -382,8 +412,24 @@ Deno.test("METHODS holds exactly the 29 methods of the spec", () => {
   assert.deepEqual(Object.keys(METHODS).sort(), expected);
 });
 
-Deno.test("the methods loaded on first call are exactly the spec group's, and answer as it does", async () => {
-  assert.deepEqual([...SPEC_METHODS].sort(), Object.keys(sandboxSpecMethods).sort());
+Deno.test("each group's list is exactly its module's table, and a call through the table loads and answers as it does", async () => {
+  const tables: Record<string, Record<string, unknown>> = {
+    sandbox: (await import("./methods/sandbox.ts")).sandboxMethods,
+    sandbox_spec: sandboxSpecMethods,
+    exec: (await import("./methods/exec.ts")).execMethods,
+    volume: (await import("./methods/volume.ts")).volumeMethods,
+    compose: (await import("./methods/compose.ts")).composeMethods,
+  };
+  assert.deepEqual(Object.keys(GROUPS).sort(), Object.keys(tables).sort());
+  for (const [name, g] of Object.entries(GROUPS)) {
+    assert.deepEqual([...g.methods].sort(), Object.keys(tables[name]!).sort(), name);
+    assert.equal(await g.load(), tables[name], name);
+    for (const m of g.methods) {
+      // the wrapper's engine-free mark (read before the group loads) is the handler's own
+      const own = (tables[name]![m] as { engineFree?: true }).engineFree === true;
+      assert.equal(METHODS[m]!.engineFree === true, own, m);
+    }
+  }
   // through the table: the group's own params check, the error naming the field
   const ctx = { id: 1, key: "1", emit: () => {}, engine: {} as never };
   await assert.rejects(
@@ -393,5 +439,9 @@ Deno.test("the methods loaded on first call are exactly the spec group's, and an
   await assert.rejects(
     METHODS["sandbox.add_port"]!({ name: "a" }, ctx),
     (e: unknown) => e instanceof IsbError && e.code === "invalid" && /port/.test(e.message),
+  );
+  await assert.rejects(
+    METHODS["volume.list"]!({ pools: 1 }, ctx),
+    (e: unknown) => e instanceof IsbError && e.code === "invalid" && /pools/.test(e.message),
   );
 });

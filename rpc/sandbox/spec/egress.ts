@@ -8,7 +8,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type Ctx, fail, poly, sub } from "./scalars.ts";
 import { egressPolicy, type EgressSecretSpec, type EgressSpec } from "./egress_policy.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { Bool, IntOrString, StringMap } from "./scalars.ts";
 
 /** Exec defaults (`sandbox.exec`'s `defaults`, resolved specs' `exec`). */

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { Bool, type Ctx, fail, IntOrString, poly, StringMap, sub } from "./scalars.ts";
 
 /** A mount, in long form with defaults omitted. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { Bool, Command, Count, fail, mapOrList, poly, Scalar, sub } from "./scalars.ts";
 
 /** A readiness check (§7.3). */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { normalizeAddr, splitAddr } from "./addr.ts";
 import { type Ctx, fail, IntOrString, poly, StringMap, sub } from "./scalars.ts";
 

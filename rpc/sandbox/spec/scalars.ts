@@ -12,7 +12,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 
 /** The transform context zod hands to `.transform()`. */
 export type Ctx = z.core.$RefinementCtx<unknown>;

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { IsbError } from "../../errors.ts";
 import { Egress, type EgressSecretSpec, type EgressSpec } from "./egress.ts";
 import { Mount, type MountSpec } from "./mounts.ts";

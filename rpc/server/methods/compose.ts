@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { ComposeParams as EngineParams, Engine } from "../../sandbox/mod.ts";
 import { type Handler, method } from "../dispatch.ts";
 import { callOptions } from "./sandbox.ts";

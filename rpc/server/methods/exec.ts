@@ -11,14 +11,14 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { IsbError } from "../../errors.ts";
 import { parseDuration } from "../../duration.ts";
 import { type ExecClient, type ExecStdin, runExec } from "../../sandbox/exec/exec.ts";
 import { type ControlOp, execKey, ExecRegistry } from "../../sandbox/exec/registry.ts";
 // its own module, not spec.ts: sandbox.exec needs none of the other spec schemas
 import { ExecDefaultsSchema } from "../../sandbox/spec/exec_defaults.ts";
-import { type CallContext, type Handler, method } from "../dispatch.ts";
+import { type CallContext, engineFree, type Handler, method } from "../dispatch.ts";
 
 /** What the exec methods need from the engine. */
 export interface ExecEngine {
@@ -103,10 +103,12 @@ function control<S extends z.ZodType<{ exec?: unknown }>>(
   params: S,
   op: (p: z.infer<S>) => ControlOp,
 ): Handler<ExecEngine> {
-  return method(params, async (p: z.infer<S>, ctx) => {
+  // the server's registry only, never the engine: answered while it loads (§14: exec.* on
+  // unknown ids need no Incus)
+  return engineFree(method(params, async (p: z.infer<S>, ctx) => {
     await registry(ctx).control(execKey(p.exec), op(p));
     return null;
-  });
+  }));
 }
 
 async function sandboxExec(p: z.infer<typeof ExecParams>, ctx: CallContext<ExecEngine>) {

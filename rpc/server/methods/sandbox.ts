@@ -9,25 +9,30 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { parseDuration } from "../../duration.ts";
 import type { CallOptions, Engine } from "../../sandbox/mod.ts";
-import { type CallContext, type Handler, method } from "../dispatch.ts";
+import { type CallContext, type Handler, method, once } from "../dispatch.ts";
+
+// Each schema is built on its method's first call (`method` takes a builder): the first
+// sandbox.list builds its own, not the group's seven.
 
 /** A duration param: a string (`"90s"`, `"1500ms"`, `"30"`) or, as an extension, seconds. */
-export const DurationParam = z.union([z.string(), z.number()]).transform((s, ctx) => {
-  try {
-    return parseDuration(s);
-  } catch (e) {
-    ctx.addIssue({ code: "custom", message: (e as Error).message });
-    return z.NEVER;
-  }
-});
+export const durationParam = once(() =>
+  z.union([z.string(), z.number()]).transform((s, ctx) => {
+    try {
+      return parseDuration(s);
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: (e as Error).message });
+      return z.NEVER;
+    }
+  })
+);
 
 /** Every method's optional `project`. */
-export const project = z.string().optional();
+export const project = once(() => z.string().optional());
 
-const NameParams = z.strictObject({ name: z.string(), project });
+const nameParams = once(() => z.strictObject({ name: z.string(), project: project() }));
 
 /** The per-call options of a request: its project and its progress events. */
 export function callOptions(
@@ -42,29 +47,30 @@ export function callOptions(
 
 /** The sandbox group's handlers. */
 export const sandboxMethods: Record<string, Handler<Engine>> = {
-  "sandbox.get": method(NameParams, (p, ctx) => ctx.engine.get(p.name, { project: p.project })),
+  "sandbox.get": method(nameParams, (p, ctx) => ctx.engine.get(p.name, { project: p.project })),
   "sandbox.list": method(
-    z.strictObject({ labels: z.array(z.string()).optional(), project }),
+    () => z.strictObject({ labels: z.array(z.string()).optional(), project: project() }),
     (p, ctx) => ctx.engine.list(p.labels ?? [], { project: p.project }),
   ),
   "sandbox.remove": method(
-    z.strictObject({ name: z.string(), force: z.boolean().optional(), project }),
+    () => z.strictObject({ name: z.string(), force: z.boolean().optional(), project: project() }),
     async (p, ctx) => {
       await ctx.engine.remove({ name: p.name, force: p.force ?? false }, callOptions(p, ctx));
       return null;
     },
   ),
-  "sandbox.start": method(NameParams, async (p, ctx) => {
+  "sandbox.start": method(nameParams, async (p, ctx) => {
     await ctx.engine.start(p.name, callOptions(p, ctx));
     return null;
   }),
   "sandbox.stop": method(
-    z.strictObject({
-      name: z.string(),
-      force: z.boolean().optional(),
-      timeout: DurationParam.optional(),
-      project,
-    }),
+    () =>
+      z.strictObject({
+        name: z.string(),
+        force: z.boolean().optional(),
+        timeout: durationParam().optional(),
+        project: project(),
+      }),
     async (p, ctx) => {
       await ctx.engine.stop(
         { name: p.name, force: p.force ?? false, timeoutMs: p.timeout ?? 30_000 },
@@ -73,12 +79,12 @@ export const sandboxMethods: Record<string, Handler<Engine>> = {
       return null;
     },
   ),
-  "sandbox.restart": method(NameParams, async (p, ctx) => {
+  "sandbox.restart": method(nameParams, async (p, ctx) => {
     await ctx.engine.restart(p.name, callOptions(p, ctx));
     return null;
   }),
   "sandbox.remove_device": method(
-    z.strictObject({ name: z.string(), device: z.string(), project }),
+    () => z.strictObject({ name: z.string(), device: z.string(), project: project() }),
     (p, ctx) => ctx.engine.removeDevice({ name: p.name, device: p.device }, callOptions(p, ctx)),
   ),
 };

@@ -2,7 +2,7 @@
  * `sandbox.create|ensure|plan|resolve|wait_ready|add_port` (shared/spec/isb-rpc.md §5.2,
  * §5.3): the sandbox methods whose params hold a spec or part of one. Their schemas are the
  * spec's, most of what `isb rpc` would build at start, so this module is imported on the first
- * call of one of them (`SPEC_METHODS` in mod.ts) and the others answer without it
+ * call of one of them (`GROUPS` in mod.ts) and the others answer without it
  * (docs/decisions.md, "The spec's schemas only where a spec is read").
  *
  * The whole spec is parsed here, before the engine asks incusd anything, which is the first
@@ -11,7 +11,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { CallOptions, Engine } from "../../sandbox/mod.ts";
 import {
   ExecDefaultsSchema,
@@ -21,7 +21,7 @@ import {
   SandboxSpecSchema,
 } from "../../sandbox/spec/spec.ts";
 import { type Handler, method } from "../dispatch.ts";
-import { callOptions, DurationParam, project } from "./sandbox.ts";
+import { callOptions, durationParam, project } from "./sandbox.ts";
 
 const SpecParams = z.strictObject({
   spec: SandboxSpecSchema,
@@ -29,7 +29,7 @@ const SpecParams = z.strictObject({
   volumes: z.record(z.string(), NamedVolumeSpecSchema).optional(),
   wait_ready: z.boolean().optional(),
   prune_devices: z.boolean().optional(),
-  project,
+  project: project(),
 });
 
 const spec = <T>(run: (e: Engine, p: z.infer<typeof SpecParams>, o: CallOptions) => Promise<T>) =>
@@ -49,9 +49,9 @@ export const sandboxSpecMethods: Record<string, Handler<Engine>> = {
     z.strictObject({
       name: z.string(),
       ready: z.array(ReadyCheckSchema).optional(),
-      ready_timeout: DurationParam.optional(),
+      ready_timeout: durationParam().optional(),
       exec: ExecDefaultsSchema.optional(),
-      project,
+      project: project(),
     }),
     async (p, ctx) => {
       await ctx.engine.waitReady({
@@ -64,7 +64,7 @@ export const sandboxSpecMethods: Record<string, Handler<Engine>> = {
     },
   ),
   "sandbox.add_port": method(
-    z.strictObject({ name: z.string(), port: PortSchema, project }),
+    z.strictObject({ name: z.string(), port: PortSchema, project: project() }),
     (p, ctx) => ctx.engine.addPort({ name: p.name, port: p.port }, callOptions(p, ctx)),
   ),
 };

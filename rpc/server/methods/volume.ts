@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { Engine } from "../../sandbox/mod.ts";
 import { StringMap } from "../../sandbox/spec/scalars.ts";
 import { type Handler, method } from "../dispatch.ts";
