@@ -296,7 +296,7 @@ async function execArgv(args: string[], env: Record<string, string>, dir: string
   return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
 }
 
-Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, and nothing else with them", async () => {
+Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, `isx mcp` with its own, and nothing else with either", async () => {
   const { PROXY_V8_FLAGS } = await import("../cli/proxy_lifecycle.ts");
   assert.ok(SCRIPT.includes(`PROXY_V8_FLAGS="${PROXY_V8_FLAGS}"`), "the launcher's value differs");
   const CASES = [
@@ -311,7 +311,11 @@ Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, 
     ["--socket", "proxy", "run"], // "proxy" is the socket here: the command is "run"
     ["run", "proxy"],
     ["mcp"],
+    ["--project", "p", "mcp", "--no-preflight"],
+    ["list", "mcp"],
   ];
+  const mcpFlag = `--v8-flags=${SCRIPT.match(/^MCP_V8_FLAGS="([^"]+)"$/m)![1]}`;
+  assert.match(mcpFlag, /^--v8-flags=--min-semi-space-size=\d+$/);
   await withHome(async (dir, env) => {
     for (const args of CASES) {
       const { command, rest } = splitGlobal(args, () => undefined);
@@ -323,6 +327,9 @@ Deno.test("bin/isx starts `isx proxy run` with the background proxy's V8 flags, 
       const main = argv.indexOf(`${ROOT}/main.ts`);
       assert.ok(main > 0, argv.join(" "));
       assert.equal(argv.slice(0, main).includes(flag), want, `exec: ${args.join(" ")}`);
+      const wantMcp = command === "mcp";
+      assert.equal(printedLines.includes(`# ${mcpFlag}`), wantMcp, `printed: ${args.join(" ")}`);
+      assert.equal(argv.slice(0, main).includes(mcpFlag), wantMcp, `exec: ${args.join(" ")}`);
       assert.deepEqual(argv.slice(main + 1), args); // the program's own arguments, untouched
     }
     // isb never runs the proxy

@@ -20,6 +20,7 @@ import { IsbError } from "../../rpc/errors.ts";
 import { checkHostPath, protectedHostPaths } from "../../rpc/host_paths.ts";
 import { BUILTIN_TEMPLATES, BUILTIN_TOOLS } from "./builtin.ts";
 import {
+  builtinDef,
   type FileDef,
   parseTemplate,
   parseTool,
@@ -216,7 +217,7 @@ export function builtinDefinitions(): Definitions {
   const defs: Definitions = { templates: new Map(), tools: new Map(), layers: [] };
   for (const [name, text] of Object.entries(BUILTIN_TOOLS)) {
     const file = `builtin:tools/${name}.yaml`;
-    const def = parseTool(file, parseYamlText(file, text), name);
+    const def = builtinDef<ToolDef>(parseYamlText(file, text), name); // checked by builtin_test.ts
     defs.tools.set(name, {
       def,
       file,
@@ -227,7 +228,7 @@ export function builtinDefinitions(): Definitions {
   }
   for (const [name, text] of Object.entries(BUILTIN_TEMPLATES)) {
     const file = `builtin:templates/${name}.yaml`;
-    const def = parseTemplate(file, parseYamlText(file, text), name);
+    const def = builtinDef<TemplateDef>(parseYamlText(file, text), name); // as above
     defs.templates.set(name, {
       def,
       file,

@@ -261,6 +261,17 @@ export function parseTemplate(file: string, raw: unknown, stem: string): Templat
   return { ...def, name: n };
 }
 
+/**
+ * A built-in definition's parsed YAML as {@link parseTemplate} / {@link parseTool} return it,
+ * without running the schema. The built-ins are this program's own code (`builtin.ts`), the
+ * same on every start, so `builtin_test.ts` checks each against the schema and against this;
+ * a start does not (validating them was ~9 ms of CPU before the first `list_templates`,
+ * docs/decisions.md "The built-in definitions checked by a test, not by every start").
+ */
+export function builtinDef<D extends TemplateDef | ToolDef>(raw: unknown, name: string): D {
+  return { ...(raw as D), name };
+}
+
 /** Validates one tool file's parsed YAML; `stem` names it when `name` is absent. */
 export function parseTool(file: string, raw: unknown, stem: string): ToolDef {
   const def = parseWith(ToolSchema, "tool", file, raw);
