@@ -30,6 +30,7 @@ import { callTool } from "../mcp/tools/mod.ts";
 import { loadDefinitions } from "../mcp/templates/load.ts";
 import { loadProxyConfig } from "../proxy/config/host_config.ts";
 import { createIncusClient, IsbError } from "../rpc/base.ts";
+import { after } from "../rpc/timer.ts";
 import { coordinatorSession, grantOf } from "../mcp/instances/mod.ts";
 import { readStamps } from "../mcp/host/mod.ts";
 import { checkProxy, repairCa } from "./instance_checks.ts";
@@ -144,15 +145,16 @@ export async function openMcpBackend(
     cwd: caller ? `instance:${caller}` : cwd,
     now: () => Date.now(),
     reportTask: taskReporter(stateDir, proxyConfig),
+    // the runtime's timer, not Node's (rpc/timer.ts: its first call costs the first answer)
     sleep: (ms, signal) =>
       new Promise<void>((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason);
-        const t = setTimeout(() => {
+        const disarm = after(ms, () => {
           signal?.removeEventListener("abort", onAbort);
           resolve();
-        }, ms);
+        });
         const onAbort = () => {
-          clearTimeout(t);
+          disarm();
           reject(signal!.reason);
         };
         signal?.addEventListener("abort", onAbort, { once: true });

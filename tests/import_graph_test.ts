@@ -98,6 +98,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/duration.ts",
       "rpc/base.ts", // the library less the engine (incus_remote.ts, in the proxy process)
       "rpc/prebuilt.ts", // a leaf: where the program's own modules are (sources or pre-built)
+      "rpc/timer.ts", // a timer without Node's (isx mcp's sleeps: rpc/timer.ts says why)
     ].includes(to);
   }
   if (a === "mcp") {
@@ -109,6 +110,7 @@ function allowed(from: string, to: string): boolean {
       "rpc/jsonl.ts", // leaves: what the protocol layer (mcp/server/) answers the handshake with
       "rpc/version.ts",
       "rpc/timer.ts", // a timer without Node's (the handshake's pause before the session loads)
+      "rpc/incus/http_unix.ts", // a leaf: the HTTP/1.1 reader, for the ops port without fetch
       "guest/mod.ts",
       "guest/protocol.ts",
       "proxy/activity/activity.ts",

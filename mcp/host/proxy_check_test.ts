@@ -1,4 +1,4 @@
-import { equal } from "node:assert/strict";
+import { deepEqual, equal } from "node:assert/strict";
 import {
   classifyProxy,
   healthOf,
@@ -7,6 +7,8 @@ import {
   PROXY_STATES,
   type ProxyFacts,
   type ProxyHealth,
+  readProxyHealth,
+  readServedCa,
   versionDrift,
 } from "./proxy_check.ts";
 
@@ -113,5 +115,74 @@ Deno.test("healthOf reads a /health body by its wire contract and refuses what i
     const got = healthOf(body);
     equal(got !== undefined, good, JSON.stringify(body));
     if (good) equal(got, body); // the body itself, unknown fields included
+  }
+});
+
+Deno.test("readProxyHealth and readServedCa read a real HTTP server on loopback, with the Host of the URL; nothing or not HTTP is down", async () => {
+  const hosts: (string | null)[] = [];
+  const ca = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    hosts.push(req.headers.get("host"));
+    const path = new URL(req.url).pathname;
+    if (path === "/health") return Response.json(H);
+    if (path === "/ca.crt") return new Response(ca);
+    return new Response("no", { status: 404 });
+  });
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    deepEqual(await readProxyHealth(url), { kind: "ok", health: H });
+    equal(await readServedCa(url), ca);
+    deepEqual(hosts, [`127.0.0.1:${server.addr.port}`, `127.0.0.1:${server.addr.port}`]);
+  } finally {
+    await server.shutdown();
+  }
+  // the port now closed: down
+  deepEqual(await readProxyHealth(url), { kind: "down" });
+  equal(await readServedCa(url), undefined);
+  // a listener that answers something else than HTTP: down, not a hang
+  const raw = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const c of raw) {
+      await c.write(new TextEncoder().encode("SSH-2.0-OpenSSH\r\n\r\n")).catch(() => {});
+      c.close();
+    }
+  })();
+  try {
+    deepEqual(await readProxyHealth(`http://127.0.0.1:${raw.addr.port}`), { kind: "down" });
+  } finally {
+    raw.close();
+    await serving.catch(() => {});
+  }
+  // a listener that never answers: down within the read's 2 s
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const holding = (async () => {
+    for await (const c of silent) held.push(c);
+  })();
+  try {
+    // (it returns at all: the 2 s deadline closed the connection)
+    deepEqual(await readProxyHealth(`http://127.0.0.1:${silent.addr.port}`), { kind: "down" });
+  } finally {
+    silent.close();
+    for (const c of held) c.close();
+    await holding.catch(() => {});
+  }
+});
+
+Deno.test("readProxyHealth calls a non-200 or a body that is not isx's foreign", async () => {
+  let answer = (): Response => new Response("no", { status: 404 });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => answer());
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    deepEqual(await readProxyHealth(url), { kind: "foreign", detail: "HTTP 404" });
+    answer = () => new Response("<html>");
+    deepEqual(await readProxyHealth(url), { kind: "foreign", detail: "not JSON" });
+    answer = () => Response.json({ hello: 1 });
+    deepEqual(await readProxyHealth(url), {
+      kind: "foreign",
+      detail: "not an isx proxy /health body",
+    });
+  } finally {
+    await server.shutdown();
   }
 });

@@ -10,9 +10,16 @@
  * up a server that is ending. A quiet host pays one instance list per interval; the probes
  * only touch orphans past their grace.
  *
+ * The schedule is the runtime's own timer (`rpc/timer.ts`), not the global `setTimeout`, whose
+ * first call loads Node's timers: the first sweep ends while the first tool call is being
+ * answered, so arming the next one with `setTimeout` put ~10 ms on that answer. It is armed while
+ * the server runs; {@link Sweeper.stop} disarms it, and a server that ends stops its sweeper
+ * (cli/mcp.ts) before the process exits.
+ *
  * @module
  */
 
+import { after } from "../../rpc/timer.ts";
 import type { MarkGuard } from "./sweep.ts";
 
 /**
@@ -31,24 +38,16 @@ export const SWEEP_STOP_WAIT_MS = 40_000;
 export class Sweeper {
   #run: (guard: MarkGuard) => Promise<unknown>;
   #intervalMs: number;
-  #unref: boolean;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #disarm: (() => void) | undefined;
   #inFlight: Promise<void> | undefined;
   #marked = new Set<Promise<unknown>>();
   #stopped = false;
   #count = 0;
 
-  /**
-   * A schedule for `run` (which should not throw; a throw is swallowed). The timer does not
-   * keep the process alive unless `o.unref` is false (tests that await the next sweep).
-   */
-  constructor(
-    run: (guard: MarkGuard) => Promise<unknown>,
-    o: { intervalMs?: number; unref?: boolean } = {},
-  ) {
+  /** A schedule for `run` (which should not throw; a throw is swallowed). */
+  constructor(run: (guard: MarkGuard) => Promise<unknown>, o: { intervalMs?: number } = {}) {
     this.#run = run;
     this.#intervalMs = o.intervalMs ?? SWEEP_INTERVAL_MS;
-    this.#unref = o.unref ?? true;
   }
 
   /** How many sweeps have started. */
@@ -71,15 +70,13 @@ export class Sweeper {
   };
 
   #sweep(): void {
-    this.#timer = undefined;
+    this.#disarm = undefined;
     if (this.#stopped) return;
     this.#count++;
     this.#inFlight = this.#run(this.#guard).then(() => {}, () => {}).finally(() => {
       this.#inFlight = undefined;
       if (this.#stopped) return;
-      this.#timer = setTimeout(() => this.#sweep(), this.#intervalMs);
-      // the schedule never keeps the server alive on its own
-      if (this.#unref) Deno.unrefTimer(this.#timer);
+      this.#disarm = after(this.#intervalMs, () => this.#sweep());
     });
   }
 
@@ -89,8 +86,8 @@ export class Sweeper {
    */
   async stop(waitMs = Infinity): Promise<void> {
     this.#stopped = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#disarm?.();
+    this.#disarm = undefined;
     if (this.#marked.size === 0) return;
     const steps = Promise.allSettled([...this.#marked]).then(() => {});
     if (waitMs === Infinity) return await steps;

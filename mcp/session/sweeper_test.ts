@@ -20,7 +20,7 @@ Deno.test("Sweeper: sweeps at start and again after each interval, never two at 
     if (runs.length === 2) second.resolve();
     if (runs.length === 3) third.resolve();
     return d.promise.finally(() => active--);
-  }, { intervalMs: 5, unref: false });
+  }, { intervalMs: 5 });
   s.start();
   s.start(); // a second start does not add a sweep
   assert.equal(s.count, 1);
@@ -78,7 +78,7 @@ Deno.test("Sweeper: a bounded stop gives up on a marked step that hangs; a throw
   const t = new Sweeper(() => {
     if (++n === 2) twice.resolve();
     return Promise.reject(new Error("incusd went away"));
-  }, { intervalMs: 1, unref: false });
+  }, { intervalMs: 1 });
   t.start();
   await twice.promise;
   await t.stop();
