@@ -24,15 +24,16 @@ export const adopt = tool({
   name: "adopt_instance",
   description:
     "Take over an instance of yours that another session left (an orphan), or with force one a stuck live session holds. Its tasks come along under the same ids.",
-  input: z.strictObject({ instance: InstanceName, force: z.boolean().optional() }),
-  output: z.strictObject({
-    instance: z.string(),
-    template: z.string(),
-    purpose: z.string().optional(),
-    supports_delegate: z.boolean(),
-    tasks: z.array(TaskId),
-    warning: z.string().optional(),
-  }),
+  input: () => z.strictObject({ instance: InstanceName, force: z.boolean().optional() }),
+  output: () =>
+    z.strictObject({
+      instance: z.string(),
+      template: z.string(),
+      purpose: z.string().optional(),
+      supports_delegate: z.boolean(),
+      tasks: z.array(TaskId),
+      warning: z.string().optional(),
+    }),
   hints: { readOnly: false, destructive: false, idempotent: true },
   async run(args, { session: s, signal }) {
     const inst = await s.incus.getInstance(args.instance).then((r) => r.value, (e) => {

@@ -10,22 +10,24 @@ import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
 import { type DelegateAgent, PERMISSION_MODE } from "../delegate/report.ts";
-import { TaskId } from "./def.ts";
+import { once, TaskId } from "./def.ts";
 
 /** A model name as the agents' CLIs take it. */
 export const Model = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,119}$/);
 
 /** The answer of `delegate` and `send_message`: the task that runs. */
-export const Started = z.strictObject({
-  task_id: TaskId,
-  instance: z.string(),
-  kind: z.literal("agent"),
-  run: z.number().int(),
-  agent: z.string(),
-  permission_mode: z.string(),
-  model: z.string().optional(),
-  replayed: z.boolean().optional(),
-});
+export const Started = once(() =>
+  z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: z.literal("agent"),
+    run: z.number().int(),
+    agent: z.string(),
+    permission_mode: z.string(),
+    model: z.string().optional(),
+    replayed: z.boolean().optional(),
+  })
+);
 
 /** This session's task `id`, or the refusal `not_found`. */
 export function known(s: Session, id: string): TaskEntry {
@@ -45,13 +47,13 @@ export function invalid(e: unknown): never {
   throw e;
 }
 
-/** The {@link Started} answer for task `t` run by `agent`. */
+/** The {@link Started()} answer for task `t` run by `agent`. */
 export function started(
   t: TaskEntry,
   agent: string,
   model?: string,
   replayed?: boolean,
-): z.infer<typeof Started> {
+): z.infer<ReturnType<typeof Started>> {
   return {
     task_id: t.id,
     instance: t.instance,

@@ -8,6 +8,7 @@
  */
 
 import * as z from "zod";
+import { once } from "./def.ts";
 import { RefusalError } from "../errors.ts";
 import type { Session } from "../session/mod.ts";
 import { approvedTemplate } from "../session/templates.ts";
@@ -15,7 +16,7 @@ import { checkQuestion } from "../delegate/ask_prompt.ts";
 import { type AskAnswer, runAsk, type SummaryAgent } from "../delegate/ask.ts";
 
 /** The `answer` of a result that had `ask`. */
-export const Answer = z.strictObject({ text: z.string(), summarised: z.string() });
+export const Answer = once(() => z.strictObject({ text: z.string(), summarised: z.string() }));
 
 /** An ask that passed its checks: run it over data from the instance. */
 export interface PreparedAsk {

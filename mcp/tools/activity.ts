@@ -13,7 +13,7 @@
 import * as z from "zod";
 import { type ActivityRecord, parseActivity, toRecord } from "../../proxy/activity/activity.ts";
 import { RefusalError } from "../errors.ts";
-import { InstanceName, tool } from "./def.ts";
+import { InstanceName, once, tool } from "./def.ts";
 
 const N = z.number().int();
 
@@ -22,36 +22,38 @@ export function proxyInstanceKey(project: string, name: string): string {
   return project && project !== "default" ? `${project}/${name}` : name;
 }
 
-const Output = z.strictObject({
-  instance: z.string(),
-  counting_since: z.string().optional(),
-  requests: N,
-  requests_in_flight: N,
-  last_request_at: z.string().optional(),
-  last_response_at: z.string().optional(),
-  idle_seconds: N.optional(),
-  input_tokens: N,
-  output_tokens: N,
-  cache_read_input_tokens: N,
-  cache_creation_input_tokens: N,
-  model_usage_providers: z.array(z.string()),
-  traffic_requests: N,
-  traffic_requests_in_flight: N,
-  traffic_bytes_sent: N,
-  traffic_bytes_received: N,
-  traffic_websockets_in_flight: N,
-  traffic_last_request_at: z.string().optional(),
-  traffic_last_response_at: z.string().optional(),
-  /** Connections the proxy refused over the per-instance cap. */
-  refused: N,
-});
+const Output = once(() =>
+  z.strictObject({
+    instance: z.string(),
+    counting_since: z.string().optional(),
+    requests: N,
+    requests_in_flight: N,
+    last_request_at: z.string().optional(),
+    last_response_at: z.string().optional(),
+    idle_seconds: N.optional(),
+    input_tokens: N,
+    output_tokens: N,
+    cache_read_input_tokens: N,
+    cache_creation_input_tokens: N,
+    model_usage_providers: z.array(z.string()),
+    traffic_requests: N,
+    traffic_requests_in_flight: N,
+    traffic_bytes_sent: N,
+    traffic_bytes_received: N,
+    traffic_websockets_in_flight: N,
+    traffic_last_request_at: z.string().optional(),
+    traffic_last_response_at: z.string().optional(),
+    /** Connections the proxy refused over the per-instance cap. */
+    refused: N,
+  })
+);
 
 const activity = tool({
   name: "instance_activity",
   description:
     "What the host proxy counted of an instance's traffic: model calls (in flight, tokens, idle_seconds) and every other request (traffic_*). Tells working from stuck without running anything in the instance.",
-  input: z.strictObject({ instance: InstanceName }),
-  output: Output,
+  input: () => z.strictObject({ instance: InstanceName }),
+  output: () => Output(),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s }) {
     await s.requireHeld(args.instance);
@@ -86,7 +88,7 @@ const activity = tool({
     }
     // the schema's fields only (the record may grow); its nulls are "no value", omitted (§1.3)
     const structured = Object.fromEntries(
-      Object.entries(rec).filter(([k, v]) => v !== null && k in Output.shape),
+      Object.entries(rec).filter(([k, v]) => v !== null && k in Output().shape),
     );
     return { structured };
   },

@@ -9,35 +9,37 @@ import * as z from "zod";
 import { RefusalError } from "../errors.ts";
 import type { Session, TaskEntry } from "../session/mod.ts";
 import { readAgentEvents, scanAgentEvents } from "../delegate/report.ts";
-import { TaskId, TaskState } from "./def.ts";
+import { once, TaskId, TaskState } from "./def.ts";
 import { taskService } from "./exec.ts";
 
 /** `task_result` of an agent task (§2.9): the report and the figures the agent reported. */
-export const AgentResult = z.strictObject({
-  task_id: TaskId,
-  instance: z.string(),
-  kind: z.literal("agent"),
-  state: TaskState,
-  exit_code: z.number().int().optional(),
-  run: z.number().int(),
-  agent: z.string().optional(),
-  outcome: z.string(),
-  is_error: z.boolean(),
-  turns: z.number().int().optional(),
-  cost_usd: z.number().optional(),
-  tokens: z.strictObject({
-    input_tokens: z.number(),
-    output_tokens: z.number(),
-    cache_read_input_tokens: z.number(),
-    cache_creation_input_tokens: z.number(),
-  }).optional(),
-  permission_denials: z.array(z.string()),
-  session_id: z.string().optional(),
-  recent: z.array(z.string()),
-  report: z.string(),
-  report_bytes: z.number().int(),
-  truncated: z.boolean(),
-});
+export const AgentResult = once(() =>
+  z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: z.literal("agent"),
+    state: TaskState,
+    exit_code: z.number().int().optional(),
+    run: z.number().int(),
+    agent: z.string().optional(),
+    outcome: z.string(),
+    is_error: z.boolean(),
+    turns: z.number().int().optional(),
+    cost_usd: z.number().optional(),
+    tokens: z.strictObject({
+      input_tokens: z.number(),
+      output_tokens: z.number(),
+      cache_read_input_tokens: z.number(),
+      cache_creation_input_tokens: z.number(),
+    }).optional(),
+    permission_denials: z.array(z.string()),
+    session_id: z.string().optional(),
+    recent: z.array(z.string()),
+    report: z.string(),
+    report_bytes: z.number().int(),
+    truncated: z.boolean(),
+  })
+);
 
 /** Reads an agent task's result; `task_failed` (with the stderr tail) when it wrote none. */
 export async function agentResult(
@@ -58,7 +60,7 @@ export async function agentResult(
     );
   }
   const { assistant_messages: _n, recent, ...rest } = rep;
-  return AgentResult.parse({
+  return AgentResult().parse({
     task_id: t.id,
     instance: t.instance,
     kind: "agent",

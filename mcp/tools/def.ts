@@ -60,17 +60,33 @@ export interface ToolDef {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
-/** Declares a tool with typed arguments. */
+/**
+ * Declares a tool with typed arguments. Its schemas are given as functions that build them,
+ * called the first time `input` or `output` is read (then kept): a session's first call builds
+ * its own tool's, not the seventeen tools' (what loading the table cost before the first
+ * `list_templates`; docs/decisions.md, "Tool schemas on first use").
+ */
 export function tool<I extends z.ZodObject, O extends z.ZodObject>(def: {
   name: string;
   description: string;
-  input: I;
-  output: O;
+  input: () => I;
+  output: () => O;
   hints: Hints;
   taskSupport?: "optional";
   run(args: z.infer<I>, ctx: ToolContext): Promise<ToolOutput>;
 }): ToolDef {
-  return def as unknown as ToolDef;
+  const { input, output, ...rest } = def;
+  const schemas: { input?: I; output?: O } = {};
+  return Object.defineProperties(rest, {
+    input: { get: () => (schemas.input ??= input()), enumerable: true },
+    output: { get: () => (schemas.output ??= output()), enumerable: true },
+  }) as unknown as ToolDef;
+}
+
+/** A schema (or any value) shared by several tools, built on its first use, then the same. */
+export function once<T>(make: () => T): () => T {
+  let v: T | undefined;
+  return () => (v ??= make());
 }
 
 /** The JSON Schema (2020-12) of a zod schema, without the `$schema` line. */

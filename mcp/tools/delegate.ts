@@ -19,7 +19,7 @@ import { approvedTemplate } from "../session/templates.ts";
 import type { Session } from "../session/mod.ts";
 import { chooseAgent, type DelegateAgent, delegatePrompt } from "../delegate/report.ts";
 import { invalid, Model, Started, started } from "./_agent_common.ts";
-import { IdempotencyKey, InstanceName, tool, type ToolOutput } from "./def.ts";
+import { IdempotencyKey, InstanceName, once, tool, type ToolOutput } from "./def.ts";
 import { findFirstAttempt, keyedTask, replayTask } from "./delegate_key.ts";
 import { requireRunning, taskService } from "./exec.ts";
 import { prepareDelegation, releaseClaims, type StartClaims } from "./delegate_start.ts";
@@ -28,25 +28,27 @@ import { sendMessage } from "./send_message.ts";
 
 const Agent = z.enum(["claude", "codex", "pi", "opencode"]);
 
-const Input = z.strictObject({
-  instruction: z.string().optional(),
-  skill: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,63}$/).optional(),
-  args: z.string().optional(),
-  instance: InstanceName.optional(),
-  template: z.string().optional(),
-  agent: Agent.optional(),
-  purpose: z.string().optional(),
-  cwd: z.string().optional(),
-  model: Model.optional(),
-  idempotency_key: IdempotencyKey.optional(),
-});
-type DelegateArgs = z.infer<typeof Input>;
+const Input = once(() =>
+  z.strictObject({
+    instruction: z.string().optional(),
+    skill: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,63}$/).optional(),
+    args: z.string().optional(),
+    instance: InstanceName.optional(),
+    template: z.string().optional(),
+    agent: Agent.optional(),
+    purpose: z.string().optional(),
+    cwd: z.string().optional(),
+    model: Model.optional(),
+    idempotency_key: IdempotencyKey.optional(),
+  })
+);
+type DelegateArgs = z.infer<ReturnType<typeof Input>>;
 
 const delegate = tool({
   name: "delegate",
   description:
     "Hand a self-contained task to a coding agent (Claude Code, Codex, Pi or opencode) with full access inside an instance: give instruction (or skill + args) and either instance (one you hold, one agent at a time) or template (a fresh instance). Answers at once with a task_id; follow it with wait_any, read it with task_result, review it with get_diff, continue it with send_message.",
-  input: Input,
+  input: () => Input(),
   output: Started,
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",

@@ -19,28 +19,30 @@ export const getDiff = tool({
   name: "get_diff",
   description:
     "What an agent task changed: for every git repository recorded at its first run, committed + uncommitted + untracked changes against the commit it started from (numstat per file, and the patch unless stat or too large). ask: a question the template's summary agent answers about the diff, returned as answer alone.",
-  input: z.strictObject({
-    task_id: TaskId,
-    path: z.string().min(1).max(1024).optional(),
-    stat: z.boolean().optional(),
-    max_bytes: z.number().int().optional(),
-    ask: z.string().optional(),
-  }),
-  output: z.strictObject({
-    // with ask: only answer
-    answer: Answer.optional(),
-    repos: z.array(z.strictObject({
-      repo: z.string(),
-      files: z.array(z.strictObject({
-        path: z.string(),
-        added: z.number().int().nullable(),
-        deleted: z.number().int().nullable(),
-      })),
-    })).optional(),
-    patch: z.string().optional(),
-    patch_bytes: z.number().int().optional(),
-    too_large: z.boolean().optional(),
-  }),
+  input: () =>
+    z.strictObject({
+      task_id: TaskId,
+      path: z.string().min(1).max(1024).optional(),
+      stat: z.boolean().optional(),
+      max_bytes: z.number().int().optional(),
+      ask: z.string().optional(),
+    }),
+  output: () =>
+    z.strictObject({
+      // with ask: only answer
+      answer: Answer().optional(),
+      repos: z.array(z.strictObject({
+        repo: z.string(),
+        files: z.array(z.strictObject({
+          path: z.string(),
+          added: z.number().int().nullable(),
+          deleted: z.number().int().nullable(),
+        })),
+      })).optional(),
+      patch: z.string().optional(),
+      patch_bytes: z.number().int().optional(),
+      too_large: z.boolean().optional(),
+    }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s, signal, progress }) {
     const t = known(s, args.task_id);

@@ -14,16 +14,27 @@ import { createInstance, userInstances } from "../session/create.ts";
 import { cleanPurpose, MCP_STAMP, orphanSince } from "../session/holding.ts";
 import { dormantSince } from "../session/dormant_sweep.ts";
 import { approvedTemplate, builtState } from "../session/templates.ts";
-import { IdempotencyKey, InstanceName, IsoTime, TaskId, TaskKind, TaskState, tool } from "./def.ts";
+import {
+  IdempotencyKey,
+  InstanceName,
+  IsoTime,
+  once,
+  TaskId,
+  TaskKind,
+  TaskState,
+  tool,
+} from "./def.ts";
 import { lifecycleTools } from "./lifecycle.ts";
 
-const Agent = z.strictObject({
-  agent: z.enum(["claude", "codex", "pi", "opencode"]),
-  model: z.string().optional(),
-  supports_model_preflight: z.boolean(),
-  permission_mode: z.string(),
-  approval_policy: z.string().optional(),
-});
+const Agent = once(() =>
+  z.strictObject({
+    agent: z.enum(["claude", "codex", "pi", "opencode"]),
+    model: z.string().optional(),
+    supports_model_preflight: z.boolean(),
+    permission_mode: z.string(),
+    approval_policy: z.string().optional(),
+  })
+);
 
 /** The agents a coordinator's start registers against mcp.isx.internal. */
 const COORDINATE_AGENTS = ["claude", "opencode"] as const;
@@ -32,26 +43,27 @@ const listTemplates = tool({
   name: "list_templates",
   description:
     "List the templates the user approved for agents (built or not), with their tools and the limits of mcp.yaml. Start here.",
-  input: z.strictObject({}),
-  output: z.strictObject({
-    templates: z.array(z.strictObject({
-      template: z.string(),
-      description: z.string().optional(),
-      built: z.boolean(),
-      stale: z.boolean(),
-      tools: z.array(z.string()),
-      supports_delegate: z.boolean(),
-      delegate_agents: z.array(Agent),
-      default_delegate_agent: z.string().optional(),
-      supports_ask: z.boolean(),
-      summary_agent: z.string().optional(),
-      /** Its agents that can coordinate from inside (isx branch --mcp-client; issue 20). */
-      coordinate_agents: z.array(z.enum(["claude", "opencode"])),
-    })),
-    max_instances: z.number().int(),
-    max_concurrent_tasks: z.number().int(),
-    orphan_grace_hours: z.number(),
-  }),
+  input: () => z.strictObject({}),
+  output: () =>
+    z.strictObject({
+      templates: z.array(z.strictObject({
+        template: z.string(),
+        description: z.string().optional(),
+        built: z.boolean(),
+        stale: z.boolean(),
+        tools: z.array(z.string()),
+        supports_delegate: z.boolean(),
+        delegate_agents: z.array(Agent()),
+        default_delegate_agent: z.string().optional(),
+        supports_ask: z.boolean(),
+        summary_agent: z.string().optional(),
+        /** Its agents that can coordinate from inside (isx branch --mcp-client; issue 20). */
+        coordinate_agents: z.array(z.enum(["claude", "opencode"])),
+      })),
+      max_instances: z.number().int(),
+      max_concurrent_tasks: z.number().int(),
+      orphan_grace_hours: z.number(),
+    }),
   hints: { readOnly: true, idempotent: true },
   async run(_args, { session: s }) {
     const cfg = s.deps.readConfig();
@@ -79,7 +91,7 @@ const listTemplates = tool({
         stale: b.stale,
         tools: facts.tools,
         supports_delegate: facts.delegate_agents.length > 0,
-        delegate_agents: facts.delegate_agents as z.infer<typeof Agent>[],
+        delegate_agents: facts.delegate_agents as z.infer<ReturnType<typeof Agent>>[],
         ...(facts.delegate_agents[0]
           ? { default_delegate_agent: String(facts.delegate_agents[0].agent) }
           : {}),
@@ -120,27 +132,29 @@ const create = tool({
   name: "create_instance",
   description:
     "Create a disposable instance, copy-on-write from an approved, built template. Give a purpose and an idempotency_key derived from the work: a repeat with the same key returns the same instance (replayed: true), even after a crash.",
-  input: z.strictObject({
-    template: z.string().min(1).optional(),
-    from_instance: InstanceName.optional(),
-    name_hint: z.string().regex(
-      /^[a-z0-9][a-z0-9-]{0,15}$/,
-      "1-16 of a-z0-9- starting with a letter or digit",
-    ).optional(),
-    purpose: z.string().optional(),
-    idempotency_key: IdempotencyKey.optional(),
-  }),
-  output: z.strictObject({
-    instance: z.string(),
-    template: z.string(),
-    purpose: z.string().optional(),
-    forked_from: z.string().optional(),
-    ip: z.string().optional(),
-    workdir: z.string(),
-    tools: z.array(z.string()),
-    supports_delegate: z.boolean(),
-    replayed: z.boolean().optional(),
-  }),
+  input: () =>
+    z.strictObject({
+      template: z.string().min(1).optional(),
+      from_instance: InstanceName.optional(),
+      name_hint: z.string().regex(
+        /^[a-z0-9][a-z0-9-]{0,15}$/,
+        "1-16 of a-z0-9- starting with a letter or digit",
+      ).optional(),
+      purpose: z.string().optional(),
+      idempotency_key: IdempotencyKey.optional(),
+    }),
+  output: () =>
+    z.strictObject({
+      instance: z.string(),
+      template: z.string(),
+      purpose: z.string().optional(),
+      forked_from: z.string().optional(),
+      ip: z.string().optional(),
+      workdir: z.string(),
+      tools: z.array(z.string()),
+      supports_delegate: z.boolean(),
+      replayed: z.boolean().optional(),
+    }),
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",
   async run(args, { session: s, progress }) {
@@ -179,21 +193,23 @@ const create = tool({
   },
 });
 
-const Entry = z.strictObject({
-  instance: z.string(),
-  template: z.string(),
-  purpose: z.string().optional(),
-  created: IsoTime,
-  state: z.enum(["creating", "ready", "held", "orphaned"]),
-  kept: z.boolean(),
-  held_by: z.string().optional(),
-  held_by_client: z.string().optional(),
-  orphaned_since: IsoTime.optional(),
-  orphan_until: IsoTime.optional(),
-  dormant_since: IsoTime.optional(),
-  dormant_until: IsoTime.optional(),
-  tasks: z.array(z.strictObject({ task_id: TaskId, kind: TaskKind, state: TaskState })),
-});
+const Entry = once(() =>
+  z.strictObject({
+    instance: z.string(),
+    template: z.string(),
+    purpose: z.string().optional(),
+    created: IsoTime,
+    state: z.enum(["creating", "ready", "held", "orphaned"]),
+    kept: z.boolean(),
+    held_by: z.string().optional(),
+    held_by_client: z.string().optional(),
+    orphaned_since: IsoTime.optional(),
+    orphan_until: IsoTime.optional(),
+    dormant_since: IsoTime.optional(),
+    dormant_until: IsoTime.optional(),
+    tasks: z.array(z.strictObject({ task_id: TaskId, kind: TaskKind, state: TaskState })),
+  })
+);
 
 /** `dormant_since`/`dormant_until` of an orphan the sweep stopped as dormant (§2.3). */
 function dormantFields(st: Record<string, string>, graceHours: number) {
@@ -209,12 +225,12 @@ const list = tool({
   name: "list_instances",
   description:
     "List your instances: those this session holds (with their tasks as last seen), those other sessions hold, and orphans you can adopt.",
-  input: z.strictObject({}),
-  output: z.strictObject({ instances: z.array(Entry) }),
+  input: () => z.strictObject({}),
+  output: () => z.strictObject({ instances: z.array(Entry()) }),
   hints: { readOnly: true, idempotent: true },
   async run(_args, { session: s }) {
     const cfg = s.deps.readConfig();
-    const out: z.infer<typeof Entry>[] = [];
+    const out: z.infer<ReturnType<typeof Entry>>[] = [];
     for (const inst of await userInstances(s)) {
       const st = readStamps(inst.config);
       const standing = s.standingOf(inst);

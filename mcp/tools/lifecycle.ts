@@ -30,13 +30,14 @@ const start = tool({
   name: "start_instance",
   description:
     "Start a stopped instance this session holds (with a fresh instance secret, as isx start does).",
-  input: Named,
-  output: z.strictObject({
-    instance: z.string(),
-    already: z.boolean(),
-    tasks: z.array(TaskId),
-    warning: z.string().optional(),
-  }),
+  input: () => Named,
+  output: () =>
+    z.strictObject({
+      instance: z.string(),
+      already: z.boolean(),
+      tasks: z.array(TaskId),
+      warning: z.string().optional(),
+    }),
   hints: { readOnly: false, destructive: false, idempotent: true },
   async run(args, { session: s }) {
     const inst = await s.requireHeld(args.instance);
@@ -73,12 +74,13 @@ const stop = tool({
   name: "stop_instance",
   description:
     "Stop an instance this session holds. Refused while tasks run unless force, which cancels them first.",
-  input: z.strictObject({ instance: InstanceName, force: z.boolean().optional() }),
-  output: z.strictObject({
-    instance: z.string(),
-    already: z.boolean(),
-    cancelled_tasks: z.array(TaskId),
-  }),
+  input: () => z.strictObject({ instance: InstanceName, force: z.boolean().optional() }),
+  output: () =>
+    z.strictObject({
+      instance: z.string(),
+      already: z.boolean(),
+      cancelled_tasks: z.array(TaskId),
+    }),
   hints: { readOnly: false, destructive: false, idempotent: true },
   async run(args, { session: s }) {
     const inst = await s.requireHeld(args.instance);
@@ -108,8 +110,8 @@ const keep = tool({
   name: "keep_instance",
   description:
     "Hand an instance to the user: it is never reaped, never adoptable, and no longer counts against max_instances. You may keep using it until this session ends.",
-  input: Named,
-  output: z.strictObject({ instance: z.string() }),
+  input: () => Named,
+  output: () => z.strictObject({ instance: z.string() }),
   hints: { readOnly: false, destructive: false, idempotent: true },
   async run(args, { session: s }) {
     await s.requireHeld(args.instance);
@@ -132,8 +134,8 @@ const destroy = tool({
   name: "destroy_instance",
   description:
     "Destroy an instance this session holds, with everything in it. already: true when it was gone.",
-  input: Named,
-  output: z.strictObject({ instance: z.string(), already: z.boolean() }),
+  input: () => Named,
+  output: () => z.strictObject({ instance: z.string(), already: z.boolean() }),
   hints: { readOnly: false, destructive: true, idempotent: true },
   async run(args, { session: s }) {
     const held = s.held.get(args.instance);

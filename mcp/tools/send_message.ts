@@ -28,7 +28,8 @@ export const sendMessage = tool({
   name: "send_message",
   description:
     "Continue a finished agent task with a new message: the next run resumes the same agent session in the same directory (model: a new override for this and later runs). Answers at once; follow it with wait_any.",
-  input: z.strictObject({ task_id: TaskId, message: z.string().min(1), model: Model.optional() }),
+  input: () =>
+    z.strictObject({ task_id: TaskId, message: z.string().min(1), model: Model.optional() }),
   output: Started,
   hints: { readOnly: false, destructive: false, idempotent: false },
   taskSupport: "optional",

@@ -9,7 +9,7 @@
 
 import * as z from "zod";
 import type { TaskEntry } from "../session/mod.ts";
-import { TaskId, TaskKind, TaskState, tool } from "./def.ts";
+import { once, TaskId, TaskKind, TaskState, tool } from "./def.ts";
 import { AgentResult, agentResult, agentStatus, AgentStatusFields } from "./agent_result.ts";
 import { delegateTools } from "./delegate.ts";
 import { requireRunning, taskService } from "./exec.ts";
@@ -24,25 +24,27 @@ const status = tool({
   name: "task_status",
   description:
     "A task's state read from its instance (running, finished, attached, lost, unknown), with output tails. wait_seconds (≤300) waits until it is no longer running. For an agent task, join_command is what a person runs to join its conversation; while they are in it the task reads attached (attached_pid).",
-  input: z.strictObject({ task_id: TaskId, wait_seconds: z.number().int().min(0).optional() }),
-  output: z.strictObject({
-    task_id: TaskId,
-    instance: z.string(),
-    kind: TaskKind,
-    state: TaskState,
-    run: z.number().int(),
-    exit_code: z.number().int().optional(),
-    started_at: z.string().optional(),
-    last_activity: z.string().optional(),
-    stdout_bytes: z.number().int().optional(),
-    stderr_bytes: z.number().int().optional(),
-    stdout_tail: z.string().optional(),
-    stderr_tail: z.string().optional(),
-    // agent tasks: the person in the conversation, and how to join it (spec §2.7, §12.4)
-    attached_pid: z.number().int().optional(),
-    join_command: z.string().optional(),
-    ...AgentStatusFields,
-  }),
+  input: () =>
+    z.strictObject({ task_id: TaskId, wait_seconds: z.number().int().min(0).optional() }),
+  output: () =>
+    z.strictObject({
+      task_id: TaskId,
+      instance: z.string(),
+      kind: TaskKind,
+      state: TaskState,
+      run: z.number().int(),
+      exit_code: z.number().int().optional(),
+      started_at: z.string().optional(),
+      last_activity: z.string().optional(),
+      stdout_bytes: z.number().int().optional(),
+      stderr_bytes: z.number().int().optional(),
+      stdout_tail: z.string().optional(),
+      stderr_tail: z.string().optional(),
+      // agent tasks: the person in the conversation, and how to join it (spec §2.7, §12.4)
+      attached_pid: z.number().int().optional(),
+      join_command: z.string().optional(),
+      ...AgentStatusFields,
+    }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s, signal }) {
     const t = known(s, args.task_id);
@@ -59,23 +61,26 @@ const status = tool({
   },
 });
 
-const Brief = z.strictObject({
-  task_id: TaskId,
-  instance: z.string(),
-  kind: TaskKind,
-  state: TaskState,
-  exit_code: z.number().int().optional(),
-});
+const Brief = once(() =>
+  z.strictObject({
+    task_id: TaskId,
+    instance: z.string(),
+    kind: TaskKind,
+    state: TaskState,
+    exit_code: z.number().int().optional(),
+  })
+);
 
 const waitAny = tool({
   name: "wait_any",
   description:
     "Wait until any of the given tasks (default: every running task of this session) is no longer running, or timeout_seconds (default and max 300) passes. Use one wait_any per tick instead of polling each task.",
-  input: z.strictObject({
-    task_ids: z.array(TaskId).optional(),
-    timeout_seconds: z.number().optional(),
-  }),
-  output: z.strictObject({ tasks: z.array(Brief), finished: z.array(TaskId) }),
+  input: () =>
+    z.strictObject({
+      task_ids: z.array(TaskId).optional(),
+      timeout_seconds: z.number().optional(),
+    }),
+  output: () => z.strictObject({ tasks: z.array(Brief()), finished: z.array(TaskId) }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s, signal }) {
     const ids = args.task_ids ??
@@ -108,7 +113,7 @@ const waitAny = tool({
       if (finished.has(t.id)) {
         const st = await svc.status(s, t).catch(() => undefined);
         if (st) {
-          return Brief.parse({
+          return Brief().parse({
             task_id: t.id,
             instance: t.instance,
             kind: t.kind,
@@ -128,25 +133,27 @@ const result = tool({
   name: "task_result",
   description:
     "The outcome of a finished task: for an agent, its report (first max_bytes), outcome, turns, tokens and cost where the agent reports them (events: true adds its last activities); for a command, the tails of stdout and stderr (max_bytes each). ask: a question the template's summary agent answers about the report or output, returned as answer instead of it.",
-  input: z.strictObject({
-    task_id: TaskId,
-    max_bytes: z.number().int().optional(),
-    events: z.boolean().optional(),
-    ask: z.string().optional(),
-  }),
+  input: () =>
+    z.strictObject({
+      task_id: TaskId,
+      max_bytes: z.number().int().optional(),
+      events: z.boolean().optional(),
+      ask: z.string().optional(),
+    }),
   // one closed object for both kinds: command fields, or agent fields (AgentResult)
-  output: AgentResult.partial().extend({
-    task_id: TaskId,
-    instance: z.string(),
-    kind: TaskKind,
-    state: TaskState,
-    truncated: z.boolean().optional(), // absent only with ask
-    stdout: z.string().optional(),
-    stderr: z.string().optional(),
-    stdout_bytes: z.number().int().optional(),
-    stderr_bytes: z.number().int().optional(),
-    answer: Answer.optional(),
-  }),
+  output: () =>
+    AgentResult().partial().extend({
+      task_id: TaskId,
+      instance: z.string(),
+      kind: TaskKind,
+      state: TaskState,
+      truncated: z.boolean().optional(), // absent only with ask
+      stdout: z.string().optional(),
+      stderr: z.string().optional(),
+      stdout_bytes: z.number().int().optional(),
+      stderr_bytes: z.number().int().optional(),
+      answer: Answer().optional(),
+    }),
   hints: { readOnly: true, idempotent: true },
   async run(args, { session: s, signal, progress }) {
     const t = known(s, args.task_id);
@@ -196,8 +203,8 @@ const cancel = tool({
   name: "cancel_task",
   description:
     "Stop a task and everything it started (TERM, then KILL). Its state reads unknown until task_status reads it.",
-  input: z.strictObject({ task_id: TaskId }),
-  output: z.strictObject({ task_id: TaskId, instance: z.string(), kind: TaskKind }),
+  input: () => z.strictObject({ task_id: TaskId }),
+  output: () => z.strictObject({ task_id: TaskId, instance: z.string(), kind: TaskKind }),
   hints: { readOnly: false, destructive: true, idempotent: true },
   async run(args, { session: s }) {
     const t = known(s, args.task_id);
