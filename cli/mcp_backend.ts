@@ -160,7 +160,7 @@ export async function openMcpBackend(
         signal?.addEventListener("abort", onAbort, { once: true });
       }),
   });
-  // the orphan sweep: at the session's start, then every 10 minutes while it runs, once
+  // the orphan sweep: at the session's start (after its first answer), then every 10 minutes while it runs, once
   // isx init has been done
   const sweeper = new Sweeper((guard) =>
     session.deps.initialized() ? sweepOrphans(session, guard) : Promise.resolve()
@@ -171,11 +171,22 @@ export async function openMcpBackend(
       session.audit({ tool: "rehold", outcome: `failed: ${(e as Error).message}`, ms: 0 })
     );
   }
+  // the first sweep waits for the first call's answer (or a second): it is background work,
+  // and beside the first call it put an instance list on that call's answer (sweeper.ts)
+  let answered!: () => void;
+  const firstAnswer = new Promise<void>((r) => answered = r);
+  const firstCallTool: typeof callTool = (...args) => {
+    const p = callTool(...args);
+    // a macrotask later: the server has written the answer by then
+    const done = () => void after(0, answered);
+    p.then(done, done);
+    return p;
+  };
   return {
     session,
-    callTool,
+    callTool: firstCallTool,
     startWatcher: () => tasks.watch(session),
-    onSessionStart: () => sweeper.start(),
+    onSessionStart: () => sweeper.startAfter(firstAnswer),
     stopSweeper: () => sweeper.stop(SWEEP_STOP_WAIT_MS),
     close() {
       locks.stop();

@@ -10,6 +10,11 @@
  * up a server that is ending. A quiet host pays one instance list per interval; the probes
  * only touch orphans past their grace.
  *
+ * The first sweep waits for the session's first tool call to be answered, or
+ * {@link FIRST_SWEEP_DELAY_MS} after the session started if no call comes sooner
+ * ({@link Sweeper.startAfter}): it is background work (§4.4), and run beside the first call it
+ * put its instance list (20 ms of incusd, the whole list parsed here) on that call's answer.
+ *
  * The schedule is the runtime's own timer (`rpc/timer.ts`), not the global `setTimeout`, whose
  * first call loads Node's timers: the first sweep ends while the first tool call is being
  * answered, so arming the next one with `setTimeout` put ~10 ms on that answer. It is armed while
@@ -29,6 +34,12 @@ import type { MarkGuard } from "./sweep.ts";
 export const SWEEP_INTERVAL_MS = 10 * 60_000;
 
 /**
+ * The longest the first sweep waits for the first tool call's answer: a client that connects
+ * and waits for its user gets its sweep a second after the session starts.
+ */
+export const FIRST_SWEEP_DELAY_MS = 1_000;
+
+/**
  * How long a server that is ending waits for a marked step in flight (a dormancy stop waits
  * up to 30 s for its instance).
  */
@@ -42,6 +53,7 @@ export class Sweeper {
   #inFlight: Promise<void> | undefined;
   #marked = new Set<Promise<unknown>>();
   #stopped = false;
+  #waiting = false;
   #count = 0;
 
   /** A schedule for `run` (which should not throw; a throw is swallowed). */
@@ -59,6 +71,23 @@ export class Sweeper {
   start(): void {
     if (this.#stopped || this.#count > 0 || this.#inFlight) return;
     this.#sweep();
+  }
+
+  /**
+   * Starts the first sweep once `ready` settles (the first tool call answered) or `maxDelayMs`
+   * after now, whichever comes first; a call after the first start does nothing.
+   */
+  startAfter(ready: Promise<unknown>, maxDelayMs: number = FIRST_SWEEP_DELAY_MS): void {
+    if (this.#stopped || this.#count > 0 || this.#inFlight || this.#waiting) return;
+    this.#waiting = true;
+    const go = () => {
+      disarm();
+      this.#waiting = false;
+      this.start();
+    };
+    const disarm = after(maxDelayMs, go);
+    this.#disarm = disarm;
+    ready.then(go, go);
   }
 
   #guard: MarkGuard = (step) => {

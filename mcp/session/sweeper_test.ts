@@ -87,3 +87,42 @@ Deno.test("Sweeper: a bounded stop gives up on a marked step that hangs; a throw
   idle.start();
   assert.equal(idle.count, 0, "stop before start sweeps nothing");
 });
+
+Deno.test("Sweeper.startAfter: the first sweep waits for the first answer, once", async () => {
+  let runs = 0;
+  const s = new Sweeper(() => (runs++, Promise.resolve()), { intervalMs: 60_000 });
+  const ready = deferred();
+  s.startAfter(ready.promise, 60_000);
+  s.startAfter(Promise.resolve(), 0); // a second call changes nothing
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(runs, 0, "nothing before the first answer");
+  ready.resolve();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(runs, 1);
+  s.start(); // nor does a start after it
+  assert.equal(s.count, 1);
+  await s.stop();
+});
+
+Deno.test("Sweeper.startAfter: with no answer, the first sweep starts after the longest wait", async () => {
+  let runs = 0;
+  const s = new Sweeper(() => (runs++, Promise.resolve()), { intervalMs: 60_000 });
+  const never = new Promise<void>(() => {});
+  s.startAfter(never, 15);
+  assert.equal(runs, 0);
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(runs, 1, "started by the longest wait");
+  await s.stop();
+});
+
+Deno.test("Sweeper.startAfter: a stop before the first sweep cancels it (and its timer)", async () => {
+  let runs = 0;
+  const s = new Sweeper(() => (runs++, Promise.resolve()), { intervalMs: 60_000 });
+  const ready = deferred();
+  s.startAfter(ready.promise, 10);
+  await s.stop(); // the test's sanitizer fails on a timer left armed
+  await new Promise((r) => setTimeout(r, 30));
+  ready.resolve();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(runs, 0);
+});

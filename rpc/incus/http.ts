@@ -12,6 +12,7 @@ import { IsbError } from "../errors.ts";
 import { WsClient, type WsTarget } from "./websocket.ts";
 import { formatDuration } from "../duration.ts";
 import { unixExchange } from "./http_unix.ts";
+import type { HeaderLookup } from "./response_headers.ts";
 import { after } from "../timer.ts";
 
 /** TLS material for a remote Incus (PEM strings). */
@@ -47,8 +48,8 @@ export interface HttpRequest {
 export interface HttpResponse {
   /** HTTP status code. */
   status: number;
-  /** Extra request headers. */
-  headers: Headers;
+  /** Response headers (`Headers` from fetch, `ResponseHeaders` from the unix exchange). */
+  headers: HeaderLookup;
   /** The whole response body. */
   body: Uint8Array;
 }

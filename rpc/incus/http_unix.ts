@@ -19,6 +19,7 @@
  */
 
 import { IsbError } from "../errors.ts";
+import { ResponseHeaders } from "./response_headers.ts";
 
 /** What {@link unixExchange} sends. */
 export interface UnixRequest {
@@ -37,7 +38,7 @@ export interface UnixResponse {
   /** HTTP status code. */
   status: number;
   /** Response headers. */
-  headers: Headers;
+  headers: ResponseHeaders;
   /** The whole body, transfer coding removed. */
   body: Uint8Array;
 }
@@ -127,7 +128,7 @@ export async function readResponse(
       `bad response from incusd: not HTTP: ${JSON.stringify((head[0] ?? "").slice(0, 60))}`,
     );
   }
-  const headers = new Headers();
+  const headers = new ResponseHeaders();
   for (const line of head.slice(1)) {
     if (!line) continue;
     const i = line.indexOf(":");
