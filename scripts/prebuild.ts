@@ -154,7 +154,6 @@ async function build(): Promise<string> {
       "--packages",
       "external",
       "--minify",
-      "--keep-names",
       "--no-remote", // and npm packages stay imports: nothing to fetch, nothing reached
       "--frozen-lockfile",
       "--config",
