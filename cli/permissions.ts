@@ -293,11 +293,11 @@ export function enterMode(mode: Mode, c: PermContext): void {
   }
   for (const name of ["read", "write"] as PathName[]) {
     for (const path of have[name]) {
-      // not granted (left out at launch): revoking would drop a grant covering it
-      if (p.querySync({ name, path }).state !== "granted") continue;
       // under a denial that had to be made by revoking (see above): revoke it too
       const open = name === "read" && deny.some((d) => covers(d, path));
-      if (!open && want[name].some((k) => covers(k, path))) continue;
+      if (!open && want[name].some((k) => covers(k, path))) continue; // kept: nothing to ask
+      // not granted (left out at launch): revoking would drop a grant covering it
+      if (p.querySync({ name, path }).state !== "granted") continue;
       p.revokeSync({ name, path });
     }
   }

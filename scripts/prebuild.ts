@@ -10,7 +10,7 @@
  * external`), resolved at run time through deno.json and the lockfile as from the sources.
  *
  * What the launcher checks is `<version>/inputs`: every source the bundle could hold (the
- * program's directories less tests, main.ts, deno.json, deno.lock), one path per line, with
+ * program's directories less tests, main.ts, deno.json, deno.lock and this script), one path per line, with
  * the mtime of the moment this build started read them, so an edit made while it ran leaves it
  * stale. `<root>/.prebuilt/current` names the newest version (written last, by a rename). A
  * version is removed by the second build after it stopped being current, unless a running
@@ -32,7 +32,8 @@ const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const DIR = `${ROOT}/.prebuilt`;
 /** The program's directories: whatever the bundle can hold comes from these (less tests). */
 const SOURCE_DIRS = ["cli", "mcp", "rpc", "proxy", "guest"];
-const SOURCE_FILES = ["main.ts", "deno.json", "deno.lock"];
+/** Besides the sources: the import map and lockfile, and this script (how the bundle is made). */
+const SOURCE_FILES = ["main.ts", "deno.json", "deno.lock", "scripts/prebuild.ts"];
 const LOCK_STALE_MS = 10 * 60_000;
 
 /** The bundle's entry points, from the root: what the program imports by computed specifier. */

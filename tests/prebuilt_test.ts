@@ -189,6 +189,10 @@ Deno.test({
       await prebuild(root); // after the edit: fresh again
       const v3 = await current(root);
       assert.equal(await entry(root, home), `${root}/.prebuilt/${v3}/cli/prebuilt_main.js`);
+      // how the bundle is made is an input too: an edit of scripts/prebuild.ts makes it stale
+      const recipe = new Date(Date.now() + 5_000);
+      await Deno.utime(`${root}/scripts/prebuild.ts`, recipe, recipe);
+      assert.equal(await entry(root, home), `${root}/main.ts`);
     } finally {
       await Deno.remove(root, { recursive: true });
       await Deno.remove(home, { recursive: true });
