@@ -80,6 +80,8 @@ async function curl(
     accept?: string;
     method?: string;
     maxTime?: number;
+    /** curl runs in the background with its pid in this file (the test kills it there). */
+    pidFile?: string;
   } = {},
 ): Promise<Reply> {
   const secret = o.secret === undefined || o.secret === "own"
@@ -95,7 +97,9 @@ async function curl(
     `-H "accept: ${o.accept ?? "application/json, text/event-stream"}"`,
     o.session ? `-H "mcp-session-id: ${o.session}"` : "",
     o.body ? `-H "content-type: application/json" --data-binary "$BODY"` : "",
-    `https://${MCP_HOST}/mcp; echo "rc=$?" >&2; cat /tmp/head; echo; cat /tmp/body`,
+    `https://${MCP_HOST}/mcp`,
+    o.pidFile ? `& echo $! >${o.pidFile}; wait $!;` : ";",
+    `echo "rc=$?" >&2; cat /tmp/head; echo; cat /tmp/body`,
   ].join(" ");
   const r = await execRecorded(incus, name, ["bash", "-c", script], {
     step: "curl the endpoint",
@@ -433,8 +437,10 @@ Deno.test({
             maxTime: 1,
           });
           assert.equal(killed.rc, 28, `curl gave up mid-call: ${killed.body}`);
-          // and a create_instance whose connection dies while the copy is under way
-          const cutting = await curl(incus, coord, {
+          // and a create_instance whose connection dies while it is under way: curl is killed
+          // once Incus shows the copy (its answer waits for the start, the address and the
+          // secret, ~1 s more); a fixed --max-time raced a create that ended sooner on a fast host
+          const cuttingCall = curl(incus, coord, {
             body: callTool("create_instance", {
               template: TEMPLATE,
               name_hint: "coord",
@@ -442,9 +448,25 @@ Deno.test({
             }),
             session,
             accept: "application/json, text/event-stream",
-            maxTime: 2,
+            pidFile: "/tmp/cut.pid",
           });
-          assert.equal(cutting.rc, 28, `curl gave up mid-create: ${cutting.body}`);
+          await until(
+            "the cut create under way",
+            async () => {
+              for (const i of await incus.listInstances()) {
+                const st = readStamps(i.config);
+                if (st["mcp-purpose"] === "cut") return true;
+              }
+              return undefined;
+            },
+            60_000,
+            20,
+          );
+          await execRecorded(incus, coord, ["bash", "-c", "kill $(cat /tmp/cut.pid)"], {
+            step: "cut the create's connection",
+          });
+          const cutting = await cuttingCall;
+          assert.equal(cutting.rc, 143, `curl was killed mid-create: ${cutting.body}`);
           // the call went on in the child: the connection is not the session
           await until("the abandoned call to finish", async () => {
             const x = await execRecorded(incus, worker, ["test", "-e", "/tmp/finished"], {
