@@ -7,9 +7,12 @@
  */
 
 import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/base.ts";
+import { after } from "../../rpc/timer.ts";
 
+// the runtime's timer, not the global setTimeout, whose first call loads Node's timers
+// (rpc/timer.ts): isx branch's first poll would pay that beside the guest's boot
 function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return new Promise((r) => after(ms, r));
 }
 
 /**
@@ -85,6 +88,17 @@ export async function waitForIpv4(
   }
 }
 
+/** Whether systemd has mounted /run now (one read of `/run/systemd/system`). */
+export async function runMounted(client: IncusClient, name: string): Promise<boolean> {
+  try {
+    await client.pullFile(name, "/run/systemd/system");
+    return true;
+  } catch (e) {
+    if (!(e instanceof IsbError) || e.code !== "not_found") throw e;
+    return false;
+  }
+}
+
 /** Waits until systemd has mounted /run (files written earlier would be hidden under it). */
 export async function waitForRun(
   client: IncusClient,
@@ -94,12 +108,7 @@ export async function waitForRun(
   const limit = opts.deadlineMs ?? 30_000;
   const until = Date.now() + limit;
   for (;;) {
-    try {
-      await client.pullFile(name, "/run/systemd/system");
-      return;
-    } catch (e) {
-      if (!(e instanceof IsbError) || e.code !== "not_found") throw e;
-    }
+    if (await runMounted(client, name)) return;
     if (Date.now() > until) {
       throw new IsbError(
         "not_ready",

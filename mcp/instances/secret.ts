@@ -10,7 +10,7 @@
  */
 
 import { type IncusClient, IsbError, sha256Hex } from "../../rpc/base.ts";
-import { waitForRun } from "../host/waits.ts";
+import { runMounted, waitForRun } from "../host/waits.ts";
 import { STAMP, stampKey } from "../host/stamps.ts";
 import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";
 
@@ -107,14 +107,29 @@ export async function prepareSecretDir(
   name: string,
   o: { gid?: number } = {},
 ): Promise<number> {
-  const [gid] = await Promise.all([o.gid ?? agentGid(client, name), waitForRun(client, name)]);
   const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
-  try {
-    await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
-  } catch (e) {
-    if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
+  const make = async (gid: number) => {
+    try {
+      await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
+    } catch (e) {
+      if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
+    }
+  };
+  if (o.gid === undefined) {
+    const [gid] = await Promise.all([agentGid(client, name), waitForRun(client, name)]);
+    await make(gid);
+    return gid;
   }
-  return gid;
+  // With the gid known (a branch reads it during the copy) the check and the directory go
+  // together: after the guest's address /run is all but always mounted. Should the check find
+  // it not yet mounted, the directory is made again once it is; the one made before is hidden
+  // under the mount and holds nothing (the secret is written only after this returns).
+  const [mounted] = await Promise.all([runMounted(client, name), make(o.gid)]);
+  if (!mounted) {
+    await waitForRun(client, name);
+    await make(o.gid);
+  }
+  return o.gid;
 }
 
 /** Stamps a fresh secret's hash (read-modify-write); returns the secret to deliver. */
