@@ -122,10 +122,14 @@ export async function prepareSecretDir(
   }
   // With the gid known (a branch reads it during the copy) the check and the directory go
   // together: after the guest's address /run is all but always mounted. Should the check find
-  // it not yet mounted, the directory is made again once it is; the one made before is hidden
-  // under the mount and holds nothing (the secret is written only after this returns).
-  const [mounted] = await Promise.all([runMounted(client, name), make(o.gid)]);
-  if (!mounted) {
+  // it not yet mounted, or that early attempt fail (incusd answers 404 while the guest's boot
+  // has not set up its filesystem), the directory is made once /run is mounted; one made before
+  // is hidden under the mount and holds nothing (the secret is written only after this returns).
+  const [mounted, made] = await Promise.all([
+    runMounted(client, name),
+    make(o.gid).then(() => true, () => false),
+  ]);
+  if (!mounted || !made) {
     await waitForRun(client, name);
     await make(o.gid);
   }

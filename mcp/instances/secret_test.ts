@@ -25,7 +25,7 @@ Deno.test("secretStamp records the SHA-256 of the value", () => {
 });
 
 /** A client whose /run is mounted from the `mountAt`-th check on; it records each call. */
-function fakeGuest(mountAt: number) {
+function fakeGuest(mountAt: number, o: { earlyMkdir404?: boolean } = {}) {
   const calls: string[] = [];
   let checks = 0;
   const client = {
@@ -38,6 +38,7 @@ function fakeGuest(mountAt: number) {
     async mkdir(_name: string, path: string) {
       await new Promise((r) => setTimeout(r, 5)); // slower than the check: the order shows
       calls.push(`mkdir ${path}`);
+      if (o.earlyMkdir404 && checks < mountAt) throw new IsbError("not_found", "Not Found");
     },
     pushFile(_name: string, path: string) {
       calls.push(`push ${path}`);
@@ -66,6 +67,17 @@ Deno.test("the secret is written only after /run is mounted and its directory is
     "pull /run/systemd/system",
     "mkdir /run/isx",
     "pull /run/systemd/system",
+    "pull /run/systemd/system",
+    "mkdir /run/isx",
+    `push ${GUEST_SECRET_PATH}`,
+  ]);
+  // incusd refusing the early directory (the guest's boot not far enough): made after the mount
+  const c = fakeGuest(2, { earlyMkdir404: true });
+  const gc = await prepareSecretDir(c.client, "c1", { gid: 1000 });
+  await deliverSecret(c.client, "c1", InstanceSecret.generate(), { gid: gc });
+  assert.deepEqual(c.calls, [
+    "pull /run/systemd/system",
+    "mkdir /run/isx",
     "pull /run/systemd/system",
     "mkdir /run/isx",
     `push ${GUEST_SECRET_PATH}`,

@@ -25,6 +25,7 @@
 export * from "./types.ts";
 export type { Endpoint, HttpRequest, HttpResponse, TlsIdentity } from "./http.ts";
 export { HttpTransport } from "./http.ts";
+export type { HeaderLookup } from "./response_headers.ts";
 export { WsClient, type WsTarget } from "./websocket.ts";
 export { type CallOptions, DEFAULT_TIMEOUTS, IncusConn, type Timeouts } from "./conn.ts";
 export {
