@@ -5,9 +5,9 @@
  * so the only calls after it are start, the wait for an address and the secret's delivery.
  * What does not depend on the rest overlaps: agentuser's gid is read from the source while
  * the copy runs, and the caller's work alongside (the CLI's CA check) runs while the address
- * is awaited. The secret (with `/run/isx`) is written only once the guest holds its pinned
- * address (after a repin, if the pin was leased), since the proxy names a caller by that
- * address.
+ * is awaited, with one files-API call that begins the secret's directory. The secret itself is
+ * written only once the guest holds its pinned address (after a repin, if the pin was leased),
+ * since the proxy names a caller by that address.
  *
  * @module
  */
@@ -20,13 +20,7 @@ import { resolveChain } from "../templates/resolve.ts";
 import type { TemplateDef } from "../templates/schema.ts";
 import { networkDevices, type NetworkMode, type ProxyPlace } from "./network.ts";
 import { retargetGuestProxy } from "./retarget.ts";
-import {
-  agentGid,
-  deliverSecret,
-  InstanceSecret,
-  prepareSecretDir,
-  secretStamp,
-} from "./secret.ts";
+import { agentGid, beginSecretDir, finishSecret, InstanceSecret, secretStamp } from "./secret.ts";
 import {
   type AddressListing,
   type PinPlan,
@@ -253,27 +247,25 @@ export async function branchInstance(
     // the CA check needs the started instance, not its address or secret: it runs alongside
     const along = opts.alongside?.(opts.name);
     along?.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled one
+    // one files-API call beside the boot: incusd's file server in the guest up, and /run/isx
+    // made if /run is mounted yet; polls beside the boot delayed the address, one call did not
+    let early = secret ? beginSecretDir(client, opts.name, gid) : undefined;
     ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
     lap("ipv4");
     if (pinned && ip && ip !== pinned.address) {
       // the pin was leased to another client at start: move it and restart, before any
-      // secret (and after the work alongside, which the restart would cut short)
+      // secret (and after the work alongside, which the restart would cut short); the
+      // restart empties /run, so the directory is made again
       await along;
+      await early;
+      early = undefined;
       ({ address: ip } = await repinLeased(client, pinned, ip));
       lap("repin");
     }
-    // the secret only once the guest holds its pinned address (the proxy names a caller by
-    // it). Not during the wait either: /run/isx made then (files-API polls for /run beside
-    // the boot) made the address come 90-150 ms later, more than the ~80 ms its three writes
-    // take now (docs/decisions.md)
+    // the secret itself only once the guest holds its pinned address (the proxy names a
+    // caller by it)
     if (secret) {
-      const known = await gid;
-      const g = await prepareSecretDir(
-        client,
-        opts.name,
-        known === undefined ? {} : { gid: known },
-      );
-      await deliverSecret(client, opts.name, secret, { gid: g });
+      await finishSecret(client, opts.name, secret, { early, gid });
       lap("secret");
     }
     if (along) {

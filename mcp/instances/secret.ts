@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type IncusClient, IsbError, sha256Hex } from "../../rpc/base.ts";
+import { type IncusClient, IsbError, isNotFound, sha256Hex } from "../../rpc/base.ts";
 import { runMounted, waitForRun } from "../host/waits.ts";
 import { STAMP, stampKey } from "../host/stamps.ts";
 import { AGENT_USER, GUEST_SECRET_PATH } from "../templates/steps.ts";
@@ -107,14 +107,7 @@ export async function prepareSecretDir(
   name: string,
   o: { gid?: number } = {},
 ): Promise<number> {
-  const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
-  const make = async (gid: number) => {
-    try {
-      await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
-    } catch (e) {
-      if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
-    }
-  };
+  const make = (gid: number) => makeSecretDir(client, name, gid);
   if (o.gid === undefined) {
     const [gid] = await Promise.all([agentGid(client, name), waitForRun(client, name)]);
     await make(gid);
@@ -134,6 +127,67 @@ export async function prepareSecretDir(
     await make(o.gid);
   }
   return o.gid;
+}
+
+/**
+ * The secret's directory begun while the guest boots, right after its start: one check of
+ * /run, which also starts incusd's file server in the guest (an instance's first files-API
+ * call costs ~40 ms, each later one ~10), and, /run already mounted and the gid known,
+ * `/run/isx`. Returns the gid once the directory is made, else undefined (the caller makes it
+ * with {@link prepareSecretDir} after the address, as before). Never rejects. One call
+ * beside the boot did not delay the address (16 starts, docs/decisions.md); polls did.
+ */
+export async function beginSecretDir(
+  client: IncusClient,
+  name: string,
+  gid: Promise<number | undefined>,
+): Promise<number | undefined> {
+  try {
+    if (!await runMounted(client, name)) return undefined;
+    const g = await gid;
+    if (g === undefined) return undefined;
+    await makeSecretDir(client, name, g);
+    return g;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The secret's delivery once the guest holds its address: into the directory
+ * {@link beginSecretDir} made (`early`), else one {@link prepareSecretDir} makes now. Should
+ * the early directory be gone (the guest restarted itself while it booted), it is made again.
+ */
+export async function finishSecret(
+  client: IncusClient,
+  name: string,
+  secret: InstanceSecret,
+  o: { early: Promise<number | undefined> | undefined; gid: Promise<number | undefined> },
+): Promise<void> {
+  const prepare = async () => {
+    const known = await o.gid;
+    return await prepareSecretDir(client, name, known === undefined ? {} : { gid: known });
+  };
+  const made = await o.early;
+  if (made === undefined) {
+    return await deliverSecret(client, name, secret, { gid: await prepare() });
+  }
+  try {
+    await deliverSecret(client, name, secret, { gid: made });
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+    await deliverSecret(client, name, secret, { gid: await prepare() });
+  }
+}
+
+/** `/run/isx`, root:agentuser 0750 (one that exists is kept). */
+async function makeSecretDir(client: IncusClient, name: string, gid: number): Promise<void> {
+  const dir = GUEST_SECRET_PATH.replace(/\/[^/]*$/, "");
+  try {
+    await client.mkdir(name, dir, { step: "create /run/isx", uid: 0, gid, mode: 0o750 });
+  } catch (e) {
+    if (!(e instanceof IsbError && e.code === "already_exists")) throw e;
+  }
 }
 
 /** Stamps a fresh secret's hash (read-modify-write); returns the secret to deliver. */
