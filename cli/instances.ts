@@ -8,6 +8,7 @@
  */
 
 import {
+  beginAddressListing,
   branchDefaults,
   branchInstance,
   claimMember,
@@ -146,17 +147,23 @@ Options:
       // network (used when the instance's NIC is on it; branchInstance lists again if not)
       const read = readProxyHealth(proxyHealthUrl(host));
       const sourceRead = client.getInstance(values.from!).then((t) => t.value, () => undefined);
+      // what of the listing needs no network (every project's NICs, the projects) goes with it
+      const listing = beginAddressListing(client);
       const addresses = sourceRead.then((t) => {
         const nic = t?.expanded_devices?.eth0 ?? t?.devices.eth0;
-        return nic?.type === "nic" && nic.network ? listAddresses(client, nic.network) : undefined;
+        return nic?.type === "nic" && nic.network
+          ? listAddresses(client, nic.network, listing)
+          : undefined;
       });
       addresses.catch(() => {});
       const proxy = await loadProxyConfig(`${configDir}/config.yaml`);
+      lap("config");
       // the schemas (zod) load while those are on their way (a computed specifier, as the
       // commands: a static import would load them before the first request is sent)
       const { loadDefinitions } = await importModule<typeof import("../mcp/templates/load.ts")>(
         "../mcp/templates/load.ts",
       );
+      lap("definitions: modules");
       const defs = loadDefinitions({
         configDir,
         searchPaths: host.searchPaths,
@@ -165,7 +172,7 @@ Options:
         protectedPaths: [ctx.perm.stateDir, ctx.perm.isbStateDir],
       });
       const d = branchDefaults(defs, values.from!);
-      lap("definitions");
+      lap("definitions: read");
       const [health, source] = await Promise.all([
         checkProxy(ctx, {
           action: `branch "${given ?? "(unnamed)"}" from "${values.from}"`,

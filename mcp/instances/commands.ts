@@ -18,7 +18,7 @@ export { reconcileMcpClients } from "./mcp_client_reg.ts";
 export type { NetworkMode, ProxyPlace } from "./network.ts";
 export { credentialNeeds, judgePreflight, preflight } from "./preflight.ts";
 export { needsCaRepair, repairGuestCa } from "./ca_trust.ts";
-export { type AddressListing, listAddresses } from "./static_ip.ts";
+export { type AddressListing, beginAddressListing, listAddresses } from "./static_ip.ts";
 export { readStamps, STAMP } from "../host/stamps.ts";
 export {
   type HealthRead,

@@ -10,7 +10,7 @@
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
-import { agentGid, deliverSecret, prepareSecretDir, restampSecret } from "./secret.ts";
+import { agentGid, beginSecretDir, finishSecret, restampSecret } from "./secret.ts";
 import { grantOf } from "./caller_grant.ts";
 import { reconcileMcpClients } from "./mcp_client_reg.ts";
 
@@ -75,10 +75,11 @@ export async function startIsxInstance(
   await startLong(client, name, `start ${name}`);
   const along = opts.alongside?.(inst);
   along?.catch(() => {}); // awaited below
-  // the secret once the address is up, as a branch's (mcp/instances/branch.ts says why)
+  // the directory begun beside the boot, the secret once the address is up, as a branch's
+  // (mcp/instances/branch.ts says why)
+  const early = beginSecretDir(client, name, Promise.resolve(gid));
   const ip = wantIp ? await waitForIpv4(client, name) : undefined;
-  const dir = await prepareSecretDir(client, name, gid === undefined ? {} : { gid });
-  await deliverSecret(client, name, secret, { gid: dir });
+  await finishSecret(client, name, secret, { early, gid: Promise.resolve(gid) });
   await along;
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);

@@ -98,13 +98,33 @@ interface ListedInstance {
  * (an isb sandbox, a test lab's instance) holds its address as firmly as a pin, and dnsmasq
  * would give a branch pinned to it a dynamic address instead (seen in CI).
  */
-export async function takenAddresses(client: IncusClient, network: string): Promise<Set<string>> {
+export function takenAddresses(client: IncusClient, network: string): Promise<Set<string>> {
+  return beginAddressListing(client).taken(network);
+}
+
+/**
+ * The network-independent half of {@link takenAddresses} (every project's NICs and the
+ * projects), asked for now; `taken(network)` adds the network's leases. A caller that does not
+ * yet know the network (the CLI, before the template is read) starts this at once.
+ */
+export function beginAddressListing(client: IncusClient): {
+  taken(network: string): Promise<Set<string>>;
+} {
   const h = client.withProject("default");
-  const [list, projects] = await Promise.all([
+  const both = Promise.all([
     h.call("GET", "/1.0/instances", { query: { recursion: 1, "all-projects": true } }),
     h.call("GET", "/1.0/projects", {}),
   ]);
-  const names = ((projects.metadata ?? []) as string[]).map((u) =>
+  both.catch(() => {}); // a caller that never asks sees no unhandled rejection
+  return { taken: async (network) => takenOn(client, network, await both) };
+}
+
+async function takenOn(
+  client: IncusClient,
+  network: string,
+  [list, projects]: { metadata?: unknown }[],
+): Promise<Set<string>> {
+  const names = ((projects!.metadata ?? []) as string[]).map((u) =>
     decodeURIComponent(u.slice(u.lastIndexOf("/") + 1))
   );
   const path = `/1.0/networks/${encodeURIComponent(network)}/leases`;
@@ -115,7 +135,7 @@ export async function takenAddresses(client: IncusClient, network: string): Prom
     ),
   );
   const out = new Set<string>();
-  for (const i of (list.metadata ?? []) as ListedInstance[]) {
+  for (const i of (list!.metadata ?? []) as ListedInstance[]) {
     for (const d of Object.values({ ...i.devices, ...i.expanded_devices })) {
       if (d.type === "nic" && d.network === network && d["ipv4.address"]) {
         out.add(d["ipv4.address"]);
@@ -253,15 +273,17 @@ export interface AddressListing {
 }
 
 /**
- * Lists `network`'s subnet and taken addresses. A caller that knows the network early (the
- * CLI, once it read the template) starts it then and hands it to {@link planPin}: a listing
- * a moment older is no weaker, since a race for an address is caught at start either way.
+ * Lists `network`'s subnet and taken addresses (with `begun`, from a listing started before the
+ * network was known). A caller that knows the network early (the CLI, once it read the
+ * template) starts it then and hands it to {@link planPin}: a listing a moment older is no
+ * weaker, since a race for an address is caught at start either way.
  */
-export async function listAddresses(client: IncusClient, network: string): Promise<AddressListing> {
-  const [cidr, taken] = await Promise.all([
-    bridgeCidr(client, network),
-    takenAddresses(client, network),
-  ]);
+export async function listAddresses(
+  client: IncusClient,
+  network: string,
+  begun: ReturnType<typeof beginAddressListing> = beginAddressListing(client),
+): Promise<AddressListing> {
+  const [cidr, taken] = await Promise.all([bridgeCidr(client, network), begun.taken(network)]);
   return { network, cidr, taken };
 }
 
