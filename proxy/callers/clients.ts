@@ -206,6 +206,21 @@ export interface IncusLike {
 }
 
 /**
+ * Whether an Incus lifecycle action can change who owns an address or what it may be given
+ * (its NIC, stamps, secret hash, state, name, existence), so the registry lists again. Every
+ * `instance-*` action does but those that only read or touch what runs inside a guest: its
+ * files, exec sessions, console and logs, and whatever is `-retrieved`. Each files-API call of
+ * an `isx branch` (the secret's directory beside the boot) or exec of a task made the proxy list
+ * every instance with its state, which slowed the booting guest's address by ~120 ms
+ * (docs/decisions.md). An action Incus adds later lists again: only known reads are skipped.
+ */
+export function changesCallers(action: string): boolean {
+  if (!action.startsWith("instance-")) return false;
+  if (action.endsWith("-retrieved")) return false;
+  return !/^instance-(file|log|exec|console)(-|$)/.test(action);
+}
+
+/**
  * Adapts the Incus client: one listing of every project with state, and lifecycle events.
  * `onRaw` also gets each listing as Incus sent it (the dashboard keeps its facts from it).
  */
@@ -230,7 +245,7 @@ export function incusSource(
       signal.addEventListener("abort", stop, { once: true });
       try {
         for await (const ev of stream) {
-          if (String(ev.metadata?.action ?? "").startsWith("instance-")) yield ev;
+          if (changesCallers(String(ev.metadata?.action ?? ""))) yield ev;
         }
       } finally {
         signal.removeEventListener("abort", stop);
