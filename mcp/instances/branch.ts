@@ -248,7 +248,7 @@ export async function branchInstance(
     const along = opts.alongside?.(opts.name);
     along?.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled one
     // one files-API call beside the boot: incusd's file server in the guest up, and /run/isx
-    // made if /run is mounted yet; polls beside the boot delayed the address, one call did not
+    // made if /run is mounted yet (polls beside the boot delayed the address; docs/decisions.md)
     let early = secret ? beginSecretDir(client, opts.name, gid) : undefined;
     ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
     lap("ipv4");

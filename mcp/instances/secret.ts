@@ -134,8 +134,9 @@ export async function prepareSecretDir(
  * /run, which also starts incusd's file server in the guest (an instance's first files-API
  * call costs ~40 ms, each later one ~10), and, /run already mounted and the gid known,
  * `/run/isx`. Returns the gid once the directory is made, else undefined (the caller makes it
- * with {@link prepareSecretDir} after the address, as before). Never rejects. One call
- * beside the boot did not delay the address (16 starts, docs/decisions.md); polls did.
+ * with {@link prepareSecretDir} after the address, as before). Never rejects. On a quiet host
+ * one call beside the boot did not delay the address; on a loaded one it cost the boot about
+ * what it saved after (docs/decisions.md). Polls beside the boot delayed it more.
  */
 export async function beginSecretDir(
   client: IncusClient,
