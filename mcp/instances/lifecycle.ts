@@ -77,9 +77,10 @@ export async function startIsxInstance(
   along?.catch(() => {}); // awaited below
   // the directory begun beside the boot, the secret once the address is up, as a branch's
   // (mcp/instances/branch.ts says why)
-  const early = beginSecretDir(client, name, Promise.resolve(gid));
+  const read = Promise.resolve(gid);
+  const early = beginSecretDir(client, name, read);
   const ip = wantIp ? await waitForIpv4(client, name) : undefined;
-  await finishSecret(client, name, secret, { early, gid: Promise.resolve(gid) });
+  await finishSecret(client, name, secret, { early, gid: read });
   await along;
   // on every start of a coordinator its agents are registered again (issue 20)
   if (grantOf(stamps)) await reconcileMcpClients(client, name, true);

@@ -165,20 +165,17 @@ export async function finishSecret(
   secret: InstanceSecret,
   o: { early: Promise<number | undefined> | undefined; gid: Promise<number | undefined> },
 ): Promise<void> {
-  const prepare = async () => {
-    const known = await o.gid;
-    return await prepareSecretDir(client, name, known === undefined ? {} : { gid: known });
-  };
   const made = await o.early;
-  if (made === undefined) {
-    return await deliverSecret(client, name, secret, { gid: await prepare() });
+  if (made !== undefined) {
+    try {
+      return await deliverSecret(client, name, secret, { gid: made });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
   }
-  try {
-    await deliverSecret(client, name, secret, { gid: made });
-  } catch (e) {
-    if (!isNotFound(e)) throw e;
-    await deliverSecret(client, name, secret, { gid: await prepare() });
-  }
+  const known = await o.gid;
+  const gid = await prepareSecretDir(client, name, known === undefined ? {} : { gid: known });
+  await deliverSecret(client, name, secret, { gid });
 }
 
 /** `/run/isx`, root:agentuser 0750 (one that exists is kept). */

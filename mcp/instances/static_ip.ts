@@ -122,9 +122,9 @@ export function beginAddressListing(client: IncusClient): {
 async function takenOn(
   client: IncusClient,
   network: string,
-  [list, projects]: { metadata?: unknown }[],
+  [list, projects]: readonly [{ metadata?: unknown }, { metadata?: unknown }],
 ): Promise<Set<string>> {
-  const names = ((projects!.metadata ?? []) as string[]).map((u) =>
+  const names = ((projects.metadata ?? []) as string[]).map((u) =>
     decodeURIComponent(u.slice(u.lastIndexOf("/") + 1))
   );
   const path = `/1.0/networks/${encodeURIComponent(network)}/leases`;
@@ -135,7 +135,7 @@ async function takenOn(
     ),
   );
   const out = new Set<string>();
-  for (const i of (list!.metadata ?? []) as ListedInstance[]) {
+  for (const i of (list.metadata ?? []) as ListedInstance[]) {
     for (const d of Object.values({ ...i.devices, ...i.expanded_devices })) {
       if (d.type === "nic" && d.network === network && d["ipv4.address"]) {
         out.add(d["ipv4.address"]);

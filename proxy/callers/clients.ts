@@ -209,10 +209,9 @@ export interface IncusLike {
  * Whether an Incus lifecycle action can change who owns an address or what it may be given
  * (its NIC, stamps, secret hash, state, name, existence), so the registry lists again. Every
  * `instance-*` action does but those that only read or touch what runs inside a guest: its
- * files, exec sessions, console and logs, and whatever is `-retrieved`. Each files-API call of
- * an `isx branch` (the secret's directory beside the boot) or exec of a task made the proxy list
- * every instance with its state, which slowed the booting guest's address by ~120 ms
- * (docs/decisions.md). An action Incus adds later lists again: only known reads are skipped.
+ * files (for an Incus that reports them), exec sessions, console and logs, and whatever is
+ * `-retrieved`: before, each exec of a task made the proxy list every instance of every project
+ * with its state. An action Incus adds later lists again: only known reads are skipped.
  */
 export function changesCallers(action: string): boolean {
   if (!action.startsWith("instance-")) return false;
