@@ -248,8 +248,10 @@ export async function branchInstance(
     const along = opts.alongside?.(opts.name);
     along?.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled one
     // one files-API call beside the boot: incusd's file server in the guest up, and /run/isx
-    // made if /run is mounted yet (polls beside the boot delayed the address; docs/decisions.md)
-    let early = secret ? beginSecretDir(client, opts.name, gid) : undefined;
+    // made if /run is mounted yet (polls beside the boot delayed the address; docs/decisions.md).
+    // Only while an address is awaited: without that wait the guest is barely started, and a
+    // directory made this early could be refused the file (HTTP 404 seen in CI, airgapped)
+    let early = secret && wantIp ? beginSecretDir(client, opts.name, gid) : undefined;
     ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
     lap("ipv4");
     if (pinned && ip && ip !== pinned.address) {

@@ -78,7 +78,7 @@ export async function startIsxInstance(
   // the directory begun beside the boot, the secret once the address is up, as a branch's
   // (mcp/instances/branch.ts says why)
   const read = Promise.resolve(gid);
-  const early = beginSecretDir(client, name, read);
+  const early = wantIp ? beginSecretDir(client, name, read) : undefined;
   const ip = wantIp ? await waitForIpv4(client, name) : undefined;
   await finishSecret(client, name, secret, { early, gid: read });
   await along;
