@@ -6,9 +6,11 @@
  * 1. `isx branch` (the library call, and the CLI process through `bin/isx` as a user runs it
  *    from PATH, preflight included) to a running instance with an IPv4 address, against two
  *    bare baselines: `incus copy` + `incus start` (CLI processes) and the same copy and start
- *    as raw REST calls in one process. Both wait for the address the way `isx branch` does, a
+ *    as raw REST calls in one process. Both wait for the address with a
  *    `GET /1.0/instances/NAME/state` every 25 ms over the socket (no `incus list` process per
- *    poll, whose Go start-ups loaded the 2-core host while the guest booted). Target: within
+ *    poll, whose Go start-ups loaded the 2-core host while the guest booted), the way
+ *    `isx branch` did before it watched the bridge's lease file (mcp/host/leases.ts: the state
+ *    is read once the guest has its lease, and every 250 ms before). Target: within
  *    1.2x of the baseline and under 1.5 s. The bench's home runs a real proxy (`isx proxy
  *    start` on the lab bridge, random ports, no DNS), so the preflight reads a live `/health`
  *    and the CA check compares a real served CA. Printed per step: each step's median for
@@ -270,7 +272,10 @@ async function branchPart(
   const mc = median(baseCli), mr = median(baseRest);
   const vs = (ms: number) =>
     `(${(ms / mc).toFixed(2)}x CLI baseline, ${(ms / mr).toFixed(2)}x REST baseline)`;
-  say(`medians of ${ROUNDS} rounds; the address is polled by a state GET every 25 ms`);
+  say(
+    `medians of ${ROUNDS} rounds; the baselines poll a state GET every 25 ms, isx branch reads ` +
+      "the state once the bridge's lease file names the guest",
+  );
   say(`baseline incus copy + start (CLI) + wait for IPv4:   ${fmt(mc)}`);
   say(`baseline copy + start as REST calls + wait for IPv4: ${fmt(mr)}`);
   say(`isx branch, library call: ${fmt(median(lib))}  ${vs(median(lib))}`);

@@ -57,6 +57,15 @@ export const CREDENTIAL_PROGRAMS: readonly string[] = [
   "secret-tool",
 ];
 
+/**
+ * The managed networks' dnsmasq files beside the Incus socket (`/var/lib/incus/networks`),
+ * read-only: the lease files tell when a booting guest has its address (mcp/host/leases.ts).
+ * They are world-readable on the host; they hold addresses, MACs and names, no secret.
+ */
+function leasesDir(c: PermContext): string {
+  return `${c.socket.replace(/\/[^/]*$/, "")}/networks`;
+}
+
 /** The table: for each mode, its grants as a function of the context. */
 export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   // isb rpc: the Incus socket, files under its cwd (compose files, bind sources), locks and
@@ -184,6 +193,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   instances: (c) => ({
     read: [
       c.socket,
+      leasesDir(c), // when a booting guest has its lease (mcp/host/leases.ts)
       `${c.configDir}/config.yaml`,
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,
@@ -208,6 +218,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   mcp: (c) => ({
     read: [
       c.socket,
+      leasesDir(c), // as isx branch's
       `${c.configDir}/config.yaml`,
       `${c.configDir}/mcp.yaml`,
       `${c.configDir}/templates`,
@@ -233,6 +244,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   pool: (c) => ({
     read: [
       c.socket,
+      leasesDir(c), // as isx branch's
       `${c.programDir}/guest`,
       `${c.configDir}/config.yaml`,
       `${c.configDir}/mcp.yaml`,

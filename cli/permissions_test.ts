@@ -191,3 +191,14 @@ Deno.test("contextFrom names the incus client config only with a remote; the def
     assert.ok(!g.read.includes(`${HOME}/.config/incus`), m);
   }
 });
+
+Deno.test("the modes that wait for a guest's address may read its bridge's lease file, only them", () => {
+  const c = { ...AT_HOME, socket: "/var/lib/incus/unix.socket" };
+  const dir = "/var/lib/incus/networks";
+  for (const m of MODES) {
+    const kept = PERMISSIONS[m](c).read.includes(dir);
+    // mcp/host/leases.ts: without the grant the wait quietly polls the state as before
+    assert.equal(kept, m === "instances" || m === "mcp" || m === "pool", m);
+    assert.ok(!PERMISSIONS[m](c).write.includes(dir), m);
+  }
+});

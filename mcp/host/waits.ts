@@ -8,6 +8,7 @@
 
 import { type AsyncReply, type IncusClient, IsbError, type Operation } from "../../rpc/base.ts";
 import { after } from "../../rpc/timer.ts";
+import type { LeaseWatch } from "./leases.ts";
 
 // the runtime's timer, not the global setTimeout, whose first call loads Node's timers
 // (rpc/timer.ts): isx branch's first poll would pay that beside the guest's boot
@@ -60,23 +61,46 @@ export async function startLong(client: IncusClient, name: string, step: string)
   if (r.kind === "async") await waitLong(client, r, { step, deadlineMs: 300_000 });
 }
 
-/** Waits for an IPv4 address on a non-loopback interface; returns it. */
+/** How often the state is read while a lease watch has not seen the lease (a guest that never
+ * asks dnsmasq, or another address given, is still found). */
+const UNLEASED_STATE_MS = 250;
+/** How often a lease watch reads the lease file (a read of a few hundred bytes). */
+const LEASE_STEP_MS = 5;
+/** How often the state is read once the lease is seen (the guest sets it up in a few ms). */
+const LEASED_STEP_MS = 10;
+
+/**
+ * Waits for an IPv4 address on a non-loopback interface; returns it. The state is read every
+ * `stepMs` (25), or, with a `lease` watch (./leases.ts), every 10 ms once the guest's lease
+ * appears and every 250 ms before it: each state read costs incusd a fork into the guest's
+ * namespace, CPU the booting guest is short of.
+ */
 export async function waitForIpv4(
   client: IncusClient,
   name: string,
-  opts: { deadlineMs?: number; stepMs?: number } = {},
+  opts: { deadlineMs?: number; stepMs?: number; lease?: LeaseWatch | undefined } = {},
 ): Promise<string> {
   const limit = opts.deadlineMs ?? 60_000;
   const until = Date.now() + limit;
+  const step = opts.stepMs ?? 25;
+  // the first read at once: a restarted guest may hold its address already
+  let readAt = 0;
   for (;;) {
-    const st = await client.getInstanceState(name);
-    for (const [dev, n] of Object.entries(st.network ?? {})) {
-      if (dev === "lo") continue;
-      const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
-      if (a) return a.address;
-    }
-    if (st.status !== "Running") {
-      throw new IsbError("not_ready", `wait for an IPv4 address of "${name}": it is ${st.status}`);
+    const lease = opts.lease?.state() ?? "off";
+    if (lease !== "waiting" || Date.now() >= readAt) {
+      const st = await client.getInstanceState(name);
+      for (const [dev, n] of Object.entries(st.network ?? {})) {
+        if (dev === "lo") continue;
+        const a = n.addresses.find((x) => x.family === "inet" && x.scope === "global");
+        if (a) return a.address;
+      }
+      if (st.status !== "Running") {
+        throw new IsbError(
+          "not_ready",
+          `wait for an IPv4 address of "${name}": it is ${st.status}`,
+        );
+      }
+      readAt = Date.now() + UNLEASED_STATE_MS;
     }
     if (Date.now() > until) {
       throw new IsbError(
@@ -84,7 +108,7 @@ export async function waitForIpv4(
         `wait for an IPv4 address of "${name}": none after ${limit} ms`,
       );
     }
-    await sleep(opts.stepMs ?? 25);
+    await sleep(lease === "waiting" ? LEASE_STEP_MS : lease === "leased" ? LEASED_STEP_MS : step);
   }
 }
 

@@ -14,6 +14,7 @@
 
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, waitForIpv4 } from "../host/waits.ts";
+import { leaseFile, watchLease } from "../host/leases.ts";
 import { carriedAccountStamps, copyConfig, readStamps, STAMP, stampKey } from "../host/stamps.ts";
 import type { Definitions } from "../templates/load.ts";
 import { resolveChain } from "../templates/resolve.ts";
@@ -241,6 +242,10 @@ export async function branchInstance(
       stampKey: stampKey(STAMP.staticIp),
       start,
     };
+    // the lease file's lines before the start are not this guest's lease (./host/leases.ts)
+    const lease = wantIp && pin
+      ? watchLease(leaseFile(client.where, pin.network), { name: opts.name, address: pin.address })
+      : undefined;
     if (pinned) pinned.address = await startPinned(client, pinned);
     else await start();
     lap("start");
@@ -252,7 +257,7 @@ export async function branchInstance(
     // Only while an address is awaited: without that wait the guest is barely started, and a
     // directory made this early could be refused the file (HTTP 404 seen in CI, airgapped)
     let early = secret && wantIp ? beginSecretDir(client, opts.name, gid) : undefined;
-    ip = wantIp ? await waitForIpv4(client, opts.name) : undefined;
+    ip = wantIp ? await waitForIpv4(client, opts.name, { lease }) : undefined;
     lap("ipv4");
     if (pinned && ip && ip !== pinned.address) {
       // the pin was leased to another client at start: move it and restart, before any

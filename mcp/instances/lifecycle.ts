@@ -9,6 +9,7 @@
 
 import { type IncusClient, type Instance, IsbError, isNotFound } from "../../rpc/base.ts";
 import { startLong, stopReliably, waitForIpv4 } from "../host/waits.ts";
+import { leaseFile, watchLease } from "../host/leases.ts";
 import { readStamps, STAMP } from "../host/stamps.ts";
 import { agentGid, beginSecretDir, finishSecret, restampSecret } from "./secret.ts";
 import { grantOf } from "./caller_grant.ts";
@@ -72,6 +73,14 @@ export async function startIsxInstance(
     restampSecret(client, name),
     agentGid(client, name).catch(() => undefined),
   ]);
+  // the guest's lease on its bridge says when to read its address (mcp/host/leases.ts)
+  const nic = inst.expanded_devices?.eth0 ?? inst.devices.eth0;
+  const lease = wantIp && nic?.type === "nic" && nic.network
+    ? watchLease(leaseFile(client.where, nic.network), {
+      name,
+      ...(nic["ipv4.address"] ? { address: nic["ipv4.address"] } : {}),
+    })
+    : undefined;
   await startLong(client, name, `start ${name}`);
   const along = opts.alongside?.(inst);
   along?.catch(() => {}); // awaited below
@@ -79,7 +88,7 @@ export async function startIsxInstance(
   // (mcp/instances/branch.ts says why)
   const read = Promise.resolve(gid);
   const early = wantIp ? beginSecretDir(client, name, read) : undefined;
-  const ip = wantIp ? await waitForIpv4(client, name) : undefined;
+  const ip = wantIp ? await waitForIpv4(client, name, { lease }) : undefined;
   await finishSecret(client, name, secret, { early, gid: read });
   await along;
   // on every start of a coordinator its agents are registered again (issue 20)

@@ -3,7 +3,8 @@
  * already names is refused at start, and {@link startPinned} moves it to a free one and
  * starts it; the guest gets the address its configuration names. An address a dynamic lease
  * holds (in the lab's own project, not `default`) counts as taken, and a guest that came up
- * with a dynamic address because its pin was leased is moved by {@link repinLeased}.
+ * with a dynamic address because its pin was leased is moved by {@link repinLeased}. The
+ * bridge's lease file is where `leaseFile` says, and names a pinned guest once it has its lease.
  */
 
 import { equal, notEqual, ok } from "node:assert/strict";
@@ -16,7 +17,8 @@ import {
   startPinned,
   takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
-import { startLong } from "../../mcp/host/waits.ts";
+import { startLong, waitForIpv4 } from "../../mcp/host/waits.ts";
+import { leaseFile, watchLease } from "../../mcp/host/leases.ts";
 import {
   LIVE_BRIDGE,
   LIVE_IMAGE,
@@ -118,6 +120,41 @@ Deno.test({
       equal(await addressOf(incus, p), moved.address, "the guest holds its new pin");
     } finally {
       for (const n of [d, p]) await removeInstance(incus, n).catch(() => {});
+      incus.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "the bridge's lease file names a pinned guest once it is leased; the wait returns its pin",
+  ignore: NO_INCUS,
+  async fn() {
+    const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
+    const n = testName("pinl");
+    try {
+      const [cidr, taken] = await Promise.all([
+        bridgeCidr(incus, LIVE_BRIDGE),
+        takenAddresses(incus, LIVE_BRIDGE),
+      ]);
+      const q = pickAddress(cidr, taken);
+      await incus.createInstance({
+        name: n,
+        source: { type: "image", alias: LIVE_IMAGE },
+        devices: { eth0: pinnedNic({ type: "nic", name: "eth0", network: LIVE_BRIDGE }, q) },
+      }, { step: `create ${n}` });
+      // this Incus's layout: the file exists beside the socket (else every wait polls the state)
+      const file = leaseFile(incus.where, LIVE_BRIDGE);
+      ok(file !== undefined);
+      const watch = watchLease(file, { name: n, address: q });
+      ok(watch, `no readable lease file at ${file}`);
+      equal(watch.state(), "waiting");
+      await startLong(incus, n, `start ${n}`);
+      equal(await waitForIpv4(incus, n, { lease: watch }), q);
+      // dnsmasq wrote the lease before the guest held the address the state showed
+      equal(watch.state(), "leased");
+      ok(Deno.readTextFileSync(file).split("\n").some((l) => l.split(" ")[2] === q));
+    } finally {
+      await removeInstance(incus, n).catch(() => {});
       incus.close();
     }
   },
