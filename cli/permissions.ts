@@ -170,6 +170,7 @@ export const PERMISSIONS: Record<Mode, (c: PermContext) => Grants> = {
   build: (c) => ({
     read: [
       c.socket,
+      leasesDir(c), // as isx branch's
       `${c.configDir}/config.yaml`,
       `${c.configDir}/templates`,
       `${c.configDir}/tools`,

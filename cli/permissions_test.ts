@@ -198,7 +198,7 @@ Deno.test("the modes that wait for a guest's address may read its bridge's lease
   for (const m of MODES) {
     const kept = PERMISSIONS[m](c).read.includes(dir);
     // mcp/host/leases.ts: without the grant the wait quietly polls the state as before
-    assert.equal(kept, m === "instances" || m === "mcp" || m === "pool", m);
+    assert.equal(kept, ["instances", "mcp", "pool", "build"].includes(m), m);
     assert.ok(!PERMISSIONS[m](c).write.includes(dir), m);
   }
 });

@@ -13,6 +13,7 @@
 import { type IncusClient, IsbError, isNotFound, VERSION } from "../../rpc/base.ts";
 import { guestUser } from "../host/guest.ts";
 import { startLong, stopReliably, waitForIpv4, waitForRun } from "../host/waits.ts";
+import { leaseFile, watchLease } from "../host/leases.ts";
 import { pemFingerprint } from "../host/proxy_check.ts";
 import {
   copyConfig,
@@ -184,9 +185,13 @@ export async function buildOne(chain: Chain, ctx: BuildContext): Promise<BuildRe
       stampKey: `${STAMP_PREFIX}${STAMP.staticIp}`,
       start,
     };
+    // when to read its address: its lease on the bridge (mcp/host/leases.ts)
+    const lease = pin
+      ? watchLease(leaseFile(ctx.client.where, pin.network), { name: tmp, address: pin.address })
+      : undefined;
     if (pinned) pinned.address = await startPinned(ctx.client, pinned);
     else await start();
-    let ip = await waitForIpv4(ctx.client, tmp);
+    let ip = await waitForIpv4(ctx.client, tmp, { lease });
     if (pinned && ip !== pinned.address) {
       // the pin was leased to another client at start: the filters would drop the build's traffic
       ({ address: ip } = await repinLeased(ctx.client, pinned, ip));
