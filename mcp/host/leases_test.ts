@@ -105,12 +105,12 @@ function fakeState(at: number, ip = "10.0.0.50", status = "Running", leased = ()
 }
 
 Deno.test("waitForIpv4 with a lease watch reads the state rarely before the lease, then soon", async () => {
-  let leased = false;
-  const lease = { state: () => (leased ? "leased" as const : "waiting" as const) };
-  const g = fakeState(3, "10.0.0.50", "Running", () => leased);
-  const flip = setTimeout(() => (leased = true), 120);
+  // the lease appears at the watch's 8th look (~40 ms of 5 ms reads; the slow step is 250 ms)
+  let looks = 0;
+  const leased = () => looks >= 8;
+  const lease = { state: () => (++looks, leased() ? "leased" as const : "waiting" as const) };
+  const g = fakeState(3, "10.0.0.50", "Running", leased);
   const ip = await waitForIpv4(g.client, "web", { lease });
-  clearTimeout(flip);
   assert.equal(ip, "10.0.0.50");
   // one read at once, none more before the lease (the slow step is 250 ms), then reads every
   // 10 ms until the address. Without the watch (25 ms steps), all three reads come before it.
