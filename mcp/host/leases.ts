@@ -6,8 +6,8 @@
  * Why: a state GET makes incusd fork into the container's network namespace. Measured here
  * (2 cores), it costs ~10 ms of CPU more than a plain GET; polled every 25 ms through a boot,
  * that took a third of a core from the guest it waited for. Waiting on the lease file, a
- * pinned copy's start → IPv4 went from 552 to 454 ms (12 alternating rounds, medians, 13
- * state GETs against 2; docs/decisions.md).
+ * pinned copy's start → IPv4 went from 553 to 400 ms (12 alternating rounds, medians, 8 state
+ * GETs against 1; docs/decisions.md).
  *
  * The file is only a hint: the state GET stays the authority on the address, so a line read
  * half-written, a stale lease or a guest that never asks dnsmasq changes when the state is
@@ -22,7 +22,10 @@ export type LeaseState = "waiting" | "leased" | "off";
 
 /** A watch on one bridge's lease file for one instance's lease. */
 export interface LeaseWatch {
-  /** Whether a lease for the instance (its name or its address) appeared since the watch began. */
+  /**
+   * Whether a lease for the instance (its name or its address) appeared since the watch began,
+   * reading the file again while not; once leased or off, it stays so.
+   */
   state(): LeaseState;
 }
 

@@ -138,3 +138,27 @@ Deno.test("waitForIpv4 without a watch (or one turned off) polls every step; a s
     (e) => e instanceof IsbError && e.code === "not_ready" && /it is Stopped/.test(e.message),
   );
 });
+
+Deno.test("waitForIpv4: a guest leased but without its address is read every step after a second", async () => {
+  const at: number[] = [];
+  const client = {
+    getInstanceState(): Promise<InstanceState> {
+      at.push(performance.now());
+      return Promise.resolve({ status: "Running", network: {} } as unknown as InstanceState);
+    },
+  } as unknown as IncusClient;
+  const lease = { state: () => "leased" as const };
+  const t0 = performance.now();
+  await assert.rejects(
+    waitForIpv4(client, "web", { lease, stepMs: 200, deadlineMs: 1_800 }),
+    (e) => e instanceof IsbError && /none after 1800 ms/.test(e.message),
+  );
+  // fast (10 ms) reads in the first second; after it, no two reads closer than the step (a
+  // timer never fires early, so this holds on a loaded host too)
+  const late = at.filter((t) => t - t0 > 1_100);
+  assert.ok(at.length > late.length + 10, `${at.length} reads, ${late.length} late`);
+  assert.ok(late.length >= 2, `${late.length} late reads`);
+  for (let i = 1; i < late.length; i++) {
+    assert.ok(late[i]! - late[i - 1]! >= 190, `reads ${late[i]! - late[i - 1]!} ms apart`);
+  }
+});

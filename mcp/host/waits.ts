@@ -66,14 +66,16 @@ export async function startLong(client: IncusClient, name: string, step: string)
 const UNLEASED_STATE_MS = 250;
 /** How often a lease watch reads the lease file (a read of a few hundred bytes). */
 const LEASE_STEP_MS = 5;
-/** How often the state is read once the lease is seen (the guest sets it up in a few ms). */
+/** How often the state is read once the lease is seen (the guest sets it up in a few ms)... */
 const LEASED_STEP_MS = 10;
+/** ...for this long; a guest leased but still without the address is read every `stepMs`. */
+const LEASED_FAST_MS = 1_000;
 
 /**
  * Waits for an IPv4 address on a non-loopback interface; returns it. The state is read every
- * `stepMs` (25), or, with a `lease` watch (./leases.ts), every 10 ms once the guest's lease
- * appears and every 250 ms before it: each state read costs incusd a fork into the guest's
- * namespace, CPU the booting guest is short of.
+ * `stepMs` (25), or, with a `lease` watch (./leases.ts), every 250 ms before the guest's lease
+ * appears and every 10 ms for a second after: each state read costs incusd a fork into the
+ * guest's namespace, CPU the booting guest is short of.
  */
 export async function waitForIpv4(
   client: IncusClient,
@@ -85,8 +87,10 @@ export async function waitForIpv4(
   const step = opts.stepMs ?? 25;
   // the first read at once: a restarted guest may hold its address already
   let readAt = 0;
+  let leasedAt: number | undefined;
   for (;;) {
     const lease = opts.lease?.state() ?? "off";
+    if (lease === "leased") leasedAt ??= Date.now();
     if (lease !== "waiting" || Date.now() >= readAt) {
       const st = await client.getInstanceState(name);
       for (const [dev, n] of Object.entries(st.network ?? {})) {
@@ -108,7 +112,8 @@ export async function waitForIpv4(
         `wait for an IPv4 address of "${name}": none after ${limit} ms`,
       );
     }
-    await sleep(lease === "waiting" ? LEASE_STEP_MS : lease === "leased" ? LEASED_STEP_MS : step);
+    const fast = leasedAt !== undefined && Date.now() - leasedAt < LEASED_FAST_MS;
+    await sleep(lease === "waiting" ? LEASE_STEP_MS : fast ? LEASED_STEP_MS : step);
   }
 }
 
