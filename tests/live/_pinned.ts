@@ -9,11 +9,10 @@
 
 import type { IncusClient } from "../../rpc/mod.ts";
 import {
-  bridgeCidr,
+  listAddresses,
   pickAddress,
   pinnedNic,
   repinLeased,
-  takenAddresses,
 } from "../../mcp/instances/static_ip.ts";
 import { LIVE_BRIDGE, LIVE_IMAGE } from "../helpers/live.ts";
 import { until } from "../helpers/live.ts";
@@ -36,6 +35,12 @@ export function addressOf(incus: IncusClient, name: string, ms = 120_000): Promi
   }, ms);
 }
 
+/** A free address of `bridge`'s subnet, as a branch picks its pin. */
+export async function freeAddress(incus: IncusClient, bridge = LIVE_BRIDGE): Promise<string> {
+  const { cidr, taken } = await listAddresses(incus, bridge);
+  return pickAddress(cidr, taken);
+}
+
 /**
  * Launches `name` from `image` on `bridge` with a pinned NIC (and `stamps`); returns its
  * address once the guest has it.
@@ -46,11 +51,7 @@ export async function launchPinned(
   opts: { stamps?: Record<string, string>; image?: string; bridge?: string } = {},
 ): Promise<string> {
   const bridge = opts.bridge ?? LIVE_BRIDGE;
-  const [cidr, taken] = await Promise.all([
-    bridgeCidr(incus, bridge),
-    takenAddresses(incus, bridge),
-  ]);
-  const address = pickAddress(cidr, taken);
+  const address = await freeAddress(incus, bridge);
   await incus.createInstance({
     name,
     source: { type: "image", alias: opts.image ?? LIVE_IMAGE },

@@ -10,8 +10,6 @@
 import { equal, notEqual, ok } from "node:assert/strict";
 import { createIncusClient } from "../../rpc/mod.ts";
 import {
-  bridgeCidr,
-  pickAddress,
   pinnedNic,
   repinLeased,
   startPinned,
@@ -29,7 +27,7 @@ import {
   testName,
   until,
 } from "../helpers/live.ts";
-import { addressOf } from "./_pinned.ts";
+import { addressOf, freeAddress } from "./_pinned.ts";
 
 Deno.test({
   name: "startPinned moves a branch off an address another NIC names and starts it",
@@ -38,11 +36,7 @@ Deno.test({
     const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const [x, y] = [testName("pinx"), testName("piny")];
     try {
-      const [cidr, taken] = await Promise.all([
-        bridgeCidr(incus, LIVE_BRIDGE),
-        takenAddresses(incus, LIVE_BRIDGE),
-      ]);
-      const q = pickAddress(cidr, taken);
+      const q = await freeAddress(incus);
       const create = (name: string) =>
         incus.createInstance({
           name,
@@ -132,11 +126,7 @@ Deno.test({
     const incus = createIncusClient({ socket: LIVE_SOCKET, project: LIVE_PROJECT });
     const n = testName("pinl");
     try {
-      const [cidr, taken] = await Promise.all([
-        bridgeCidr(incus, LIVE_BRIDGE),
-        takenAddresses(incus, LIVE_BRIDGE),
-      ]);
-      const q = pickAddress(cidr, taken);
+      const q = await freeAddress(incus);
       await incus.createInstance({
         name: n,
         source: { type: "image", alias: LIVE_IMAGE },
